@@ -1,0 +1,524 @@
+//! Throwaway PostgreSQL clusters.
+
+use super::procs::{self, RunAs, Watchdog};
+use super::{PgError, PgInstall, Result};
+use crate::extension::ExtensionFiles;
+use std::collections::HashMap;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The superuser every cluster is initialised with.
+pub const SUPERUSER: &str = "postgres";
+/// Clusters listen on loopback TCP only (no Unix socket).
+pub const HOST: &str = "127.0.0.1";
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// How to start a cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    /// Extra server settings (`-c name=value`), after the defaults.
+    pub settings: Vec<(String, String)>,
+    /// Extensions to install into the install's extension directory.
+    pub extensions: Vec<ExtensionFiles>,
+    /// How long startup (including crash recovery) may take.
+    pub start_timeout: Duration,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            settings: Vec::new(),
+            extensions: vec![ExtensionFiles::pg_lease()],
+            start_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A PostgreSQL cluster in its own temporary directory, listening on
+/// 127.0.0.1 on a free port with `fsync=on`. Dropping it stops the
+/// postmaster and removes the directory; so does process exit (for clusters
+/// held in statics) and, through a watchdog process, our own death.
+pub struct Cluster {
+    id: u64,
+    install: PgInstall,
+    root: PathBuf,
+    data: PathBuf,
+    log: PathBuf,
+    port: u16,
+    run_as: Option<RunAs>,
+    settings: Vec<(String, String)>,
+    start_timeout: Duration,
+    postmaster: Option<Child>,
+    watchdog: Watchdog,
+    databases: AtomicU64,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("version", &self.install.version.full)
+            .field("port", &self.port)
+            .field("data", &self.data)
+            .field("running", &self.postmaster.is_some())
+            .finish()
+    }
+}
+
+impl Cluster {
+    /// initdb + start with the default options (pg_lease installed).
+    pub fn start(install: &PgInstall) -> Result<Cluster> {
+        Cluster::start_with(install, ClusterOptions::default())
+    }
+
+    pub fn start_with(install: &PgInstall, options: ClusterOptions) -> Result<Cluster> {
+        let run_as = procs::run_as()?;
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let root = make_root(id)?;
+        procs::register(id, &root);
+        let watchdog = Watchdog::spawn(&root);
+        let data = root.join("data");
+        let log = root.join("postgres.log");
+        let mut cluster = Cluster {
+            id,
+            install: install.clone(),
+            root,
+            data,
+            log,
+            port: 0,
+            run_as,
+            settings: options.settings,
+            start_timeout: options.start_timeout,
+            postmaster: None,
+            watchdog,
+            databases: AtomicU64::new(0),
+        };
+        for ext in &options.extensions {
+            ext.install(install)?;
+        }
+        cluster.initdb()?;
+        cluster.start_on_free_port()?;
+        Ok(cluster)
+    }
+
+    fn initdb(&self) -> Result<()> {
+        fs::create_dir(&self.data)
+            .map_err(|e| PgError::io("creating the data directory", &self.data, e))?;
+        fs::set_permissions(&self.data, fs::Permissions::from_mode(0o700))
+            .map_err(|e| PgError::io("chmod", &self.data, e))?;
+        if let Some(who) = self.run_as {
+            procs::chown(&self.data, who)?;
+            procs::check_reachable(&self.data, who)?;
+            procs::check_reachable(&self.install.bin("postgres"), who)?;
+        }
+        let mut cmd = self.command("initdb");
+        cmd.arg("-D").arg(&self.data).args([
+            "-U",
+            SUPERUSER,
+            "--auth=trust",
+            "--encoding=UTF8",
+            "--locale=C",
+            "--no-sync",
+        ]);
+        let out = cmd
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| PgError::io("running initdb", self.install.bin("initdb"), e))?;
+        if !out.status.success() {
+            return Err(PgError::Command {
+                program: "initdb".into(),
+                status: out.status.to_string(),
+                output: format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// A command for one of the install's programs, run as the unprivileged
+    /// user when we are root, in its own process group, with a C locale.
+    fn command(&self, program: &str) -> Command {
+        let mut cmd = Command::new(self.install.bin(program));
+        cmd.env("LC_ALL", "C")
+            .env_remove("PGDATA")
+            .env_remove("PGHOST")
+            .env_remove("PGPORT")
+            .current_dir(&self.root)
+            .process_group(0);
+        if let Some(who) = self.run_as {
+            cmd.uid(who.uid).gid(who.gid);
+        }
+        cmd
+    }
+
+    fn start_on_free_port(&mut self) -> Result<()> {
+        let mut last = None;
+        for _ in 0..8 {
+            self.port = free_port()?;
+            match self.spawn_and_wait() {
+                Ok(()) => return Ok(()),
+                Err(PgError::StartFailed { status, log }) if log.contains("could not bind") => {
+                    last = Some(PgError::StartFailed { status, log });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or(PgError::NotRunning))
+    }
+
+    fn spawn_and_wait(&mut self) -> Result<()> {
+        if self.postmaster.is_some() {
+            return Err(PgError::AlreadyRunning);
+        }
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| PgError::io("opening the server log", &self.log, e))?;
+        let log_err = log
+            .try_clone()
+            .map_err(|e| PgError::io("opening the server log", &self.log, e))?;
+        let log_start = fs::metadata(&self.log).map(|m| m.len()).unwrap_or(0);
+        let mut cmd = self.command("postgres");
+        cmd.arg("-D")
+            .arg(&self.data)
+            .arg("-p")
+            .arg(self.port.to_string());
+        let defaults = [
+            ("listen_addresses", HOST),
+            ("unix_socket_directories", ""),
+            ("fsync", "on"),
+            ("synchronous_commit", "on"),
+            ("max_connections", "200"),
+            ("logging_collector", "off"),
+        ];
+        for (name, value) in defaults
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .chain(self.settings.iter().cloned())
+        {
+            cmd.arg("-c").arg(format!("{name}={value}"));
+        }
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(log_err))
+            .spawn()
+            .map_err(|e| PgError::io("starting postgres", self.install.bin("postgres"), e))?;
+        let pid = child.id() as i32;
+        self.postmaster = Some(child);
+        procs::set_postmaster(self.id, Some(pid));
+        self.watchdog.tell(pid);
+        match self.wait_ready(log_start) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.kill_postmaster();
+                Err(e)
+            }
+        }
+    }
+
+    fn wait_ready(&mut self, log_start: u64) -> Result<()> {
+        let deadline = Instant::now() + self.start_timeout;
+        let pid_file = self.data.join("postmaster.pid");
+        loop {
+            if let Some(child) = self.postmaster.as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    self.postmaster = None;
+                    procs::set_postmaster(self.id, None);
+                    self.watchdog.tell(0);
+                    return Err(PgError::StartFailed {
+                        status: status.to_string(),
+                        log: self.log_since(log_start),
+                    });
+                }
+            }
+            let ready = fs::read_to_string(&pid_file)
+                .map(|text| {
+                    text.lines()
+                        .nth(7)
+                        .map(|l| l.trim() == "ready")
+                        .unwrap_or(false)
+                })
+                .unwrap_or(false);
+            if ready && std::net::TcpStream::connect((HOST, self.port)).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(PgError::StartTimeout {
+                    seconds: self.start_timeout.as_secs(),
+                    log: self.log_since(log_start),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn log_since(&self, start: u64) -> String {
+        let text = fs::read(&self.log).unwrap_or_default();
+        let from = (start as usize).min(text.len());
+        let text = String::from_utf8_lossy(&text[from..]);
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    /// The last lines of the server log.
+    pub fn log_tail(&self) -> String {
+        self.log_since(0)
+    }
+
+    /// Kills the postmaster and all its children (SIGKILL) and reaps it.
+    fn kill_postmaster(&mut self) {
+        if let Some(mut child) = self.postmaster.take() {
+            procs::kill_tree(child.id() as i32);
+            let _ = child.wait();
+        }
+        procs::set_postmaster(self.id, None);
+        self.watchdog.tell(0);
+    }
+
+    fn stop_with(&mut self, sig: i32, timeout: Duration) -> Result<()> {
+        let Some(child) = self.postmaster.as_mut() else {
+            return Err(PgError::NotRunning);
+        };
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let deadline = Instant::now() + timeout;
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) | Err(_) => break,
+                Ok(None) if Instant::now() >= deadline => {
+                    self.kill_postmaster();
+                    return Err(PgError::StopTimeout {
+                        seconds: timeout.as_secs(),
+                    });
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+        self.postmaster = None;
+        procs::set_postmaster(self.id, None);
+        self.watchdog.tell(0);
+        Ok(())
+    }
+
+    /// Clean "fast" shutdown (SIGINT): sessions are terminated, a shutdown
+    /// checkpoint is written.
+    pub fn stop_fast(&mut self) -> Result<()> {
+        self.stop_with(libc::SIGINT, Duration::from_secs(60))
+    }
+
+    /// "Immediate" shutdown (SIGQUIT): no checkpoint; the next start runs crash recovery.
+    pub fn stop_immediate(&mut self) -> Result<()> {
+        self.stop_with(libc::SIGQUIT, Duration::from_secs(30))
+    }
+
+    /// Simulates a server crash: SIGKILL of the postmaster and every backend
+    /// at once. Committed transactions survive (WAL); the next start recovers.
+    pub fn crash(&mut self) -> Result<()> {
+        if self.postmaster.is_none() {
+            return Err(PgError::NotRunning);
+        }
+        self.kill_postmaster();
+        Ok(())
+    }
+
+    /// Starts the stopped or crashed cluster again on the same port.
+    pub fn resume(&mut self) -> Result<()> {
+        self.spawn_and_wait()
+    }
+
+    /// `stop_fast` then `resume`.
+    pub fn restart(&mut self) -> Result<()> {
+        self.stop_fast()?;
+        self.resume()
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.postmaster.is_some()
+    }
+
+    /// The postmaster's pid, while running.
+    pub fn postmaster_pid(&self) -> Option<u32> {
+        self.postmaster.as_ref().map(|c| c.id())
+    }
+
+    /// SIGSTOPs (`true`) or SIGCONTs (`false`) the postmaster and all its
+    /// children: the server hangs without dying, as under a stalled host.
+    pub fn pause(&self, paused: bool) -> Result<()> {
+        let pid = self.postmaster_pid().ok_or(PgError::NotRunning)? as i32;
+        procs::signal_tree(pid, if paused { libc::SIGSTOP } else { libc::SIGCONT });
+        Ok(())
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn host(&self) -> &'static str {
+        HOST
+    }
+
+    pub fn superuser(&self) -> &'static str {
+        SUPERUSER
+    }
+
+    pub fn install(&self) -> &PgInstall {
+        &self.install
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data
+    }
+
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
+    /// A libpq-style connection string for `db` as the superuser.
+    pub fn conn_string(&self, db: &str) -> String {
+        format!(
+            "host={HOST} port={} user={SUPERUSER} dbname='{}'",
+            self.port,
+            db.replace('\\', "\\\\").replace('\'', "\\'")
+        )
+    }
+
+    /// A tokio-postgres config for `db` as the superuser.
+    pub fn config(&self, db: &str) -> tokio_postgres::Config {
+        let mut config = tokio_postgres::Config::new();
+        config
+            .host(HOST)
+            .port(self.port)
+            .user(SUPERUSER)
+            .dbname(db)
+            .application_name("leasecheck")
+            .connect_timeout(Duration::from_secs(10));
+        config
+    }
+
+    /// Connects to `db` as the superuser; the connection runs on a spawned tokio task.
+    pub async fn connect(&self, db: &str) -> Result<tokio_postgres::Client> {
+        let (client, connection) = self.config(db).connect(tokio_postgres::NoTls).await?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(client)
+    }
+
+    /// Creates an empty database.
+    pub async fn create_database(&self, name: &str) -> Result<()> {
+        let admin = self.connect("postgres").await?;
+        admin
+            .batch_execute(&format!("CREATE DATABASE {}", quote_ident(name)))
+            .await?;
+        Ok(())
+    }
+
+    /// Creates a new database named `<prefix>_<n>` with pg_lease installed,
+    /// and returns its name. One per test keeps tests independent on a shared cluster.
+    pub async fn fresh_database(&self, prefix: &str) -> Result<String> {
+        let n = self.databases.fetch_add(1, Ordering::Relaxed);
+        let mut name: String = prefix
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
+            .take(40)
+            .collect();
+        name.push_str(&format!("_{n}"));
+        self.create_database(&name).await?;
+        let client = self.connect(&name).await?;
+        client.batch_execute("CREATE EXTENSION pg_lease").await?;
+        Ok(name)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if self.postmaster.is_some()
+            && self
+                .stop_with(libc::SIGQUIT, Duration::from_secs(10))
+                .is_err()
+        {
+            self.kill_postmaster();
+        }
+        let _ = fs::remove_dir_all(&self.root);
+        procs::unregister(self.id);
+        self.watchdog.dismiss();
+    }
+}
+
+/// Double-quotes an SQL identifier.
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+fn make_root(id: u64) -> Result<PathBuf> {
+    let base = std::env::var_os("LEASECHECK_TMPDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let root = base.join(format!(
+        "leasecheck-pg-{}-{id}-{nanos:x}",
+        std::process::id()
+    ));
+    fs::create_dir_all(&base).map_err(|e| PgError::io("creating the temp directory", &base, e))?;
+    fs::create_dir(&root).map_err(|e| PgError::io("creating the cluster directory", &root, e))?;
+    fs::set_permissions(&root, fs::Permissions::from_mode(0o755))
+        .map_err(|e| PgError::io("chmod", &root, e))?;
+    Ok(root)
+}
+
+fn free_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind((HOST, 0))
+        .map_err(|e| PgError::io("finding a free port", "127.0.0.1:0", e))?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|e| PgError::io("finding a free port", "127.0.0.1:0", e))
+}
+
+/// One cluster per major for the whole process (a test binary), started on
+/// first use and removed at process exit.
+pub fn shared(major: u32) -> Result<&'static Cluster> {
+    static SHARED: OnceLock<Mutex<HashMap<u32, &'static Cluster>>> = OnceLock::new();
+    let map = SHARED.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut guard = map.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(cluster) = guard.get(&major) {
+        return Ok(cluster);
+    }
+    let install = PgInstall::ensure(major)?;
+    let cluster: &'static Cluster = Box::leak(Box::new(Cluster::start(&install)?));
+    guard.insert(major, cluster);
+    Ok(cluster)
+}
+
+/// The majors the tests run against: `LEASECHECK_PG_MAJORS` (comma separated), default 15 and 14.
+pub fn test_majors() -> Vec<u32> {
+    std::env::var("LEASECHECK_PG_MAJORS")
+        .ok()
+        .map(|s| {
+            s.split(',')
+                .filter_map(|m| m.trim().parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| vec![15, 14])
+}

