@@ -47,6 +47,144 @@ impl ExtensionFiles {
     }
 }
 
+/// A deliberately broken pg_lease, used as a negative control: the checks
+/// named in `caught_by` must fail against it.
+#[derive(Debug, Clone, Copy)]
+pub struct Mutant {
+    pub name: &'static str,
+    /// What the mutation breaks.
+    pub breaks: &'static str,
+    /// Exact (unique) text replacements applied to the 0.1.0 script.
+    pub edits: &'static [(&'static str, &'static str)],
+    /// Conformance checks that must fail against this mutant.
+    pub caught_by: &'static [&'static str],
+}
+
+/// A mutant edit that no longer matches the script (the script changed).
+#[derive(Debug, thiserror::Error)]
+#[error("mutant {mutant}: the text {pattern:?} occurs {count} times in the script, expected exactly once")]
+pub struct StaleMutant {
+    pub mutant: &'static str,
+    pub pattern: &'static str,
+    pub count: usize,
+}
+
+/// The negative controls of the conformance suite.
+pub const MUTANTS: &[Mutant] = &[
+    Mutant {
+        name: "release_keeps_epoch",
+        breaks: "release frees the key without advancing the epoch",
+        edits: &[(
+            "SET owner = NULL,\n                   expires_at = NULL,\n                   epoch = l.epoch + 1",
+            "SET owner = NULL,\n                   expires_at = NULL,\n                   epoch = l.epoch",
+        )],
+        caught_by: &["release_frees_and_advances_the_epoch"],
+    },
+    Mutant {
+        name: "renew_ignores_expiry",
+        breaks: "renew succeeds on a lapsed lease",
+        edits: &[(
+            "AND l.epoch = renew.epoch\n               AND l.expires_at > v_now",
+            "AND l.epoch = renew.epoch",
+        )],
+        caught_by: &[
+            "renew_and_release_statuses_follow_precedence",
+            "lapsed_lease_is_taken_over_at_once_with_a_greater_epoch",
+            "downtime_never_extends_ownership",
+        ],
+    },
+    Mutant {
+        name: "takeover_reuses_epoch",
+        breaks: "a grant over a free or lapsed row keeps the old epoch",
+        edits: &[(
+            "epoch = l.epoch + 1,\n                       expires_at = EXCLUDED.expires_at",
+            "epoch = l.epoch,\n                       expires_at = EXCLUDED.expires_at",
+        )],
+        caught_by: &[
+            "release_frees_and_advances_the_epoch",
+            "lapsed_lease_is_taken_over_at_once_with_a_greater_epoch",
+        ],
+    },
+    Mutant {
+        name: "acquire_ignores_holder",
+        breaks: "acquire takes a key away from its live holder",
+        edits: &[
+            (
+                "IF FOUND AND v_owner IS NOT NULL AND v_expires > v_now THEN",
+                "IF FOUND AND v_owner IS NOT NULL AND v_expires > v_now AND v_owner = acquire.owner THEN",
+            ),
+            ("WHERE l.owner IS NULL OR l.expires_at <= v_now", "WHERE true"),
+        ],
+        caught_by: &[
+            "denied_acquire_returns_nulls_and_writes_nothing",
+            "exactly_one_of_concurrent_acquirers_wins",
+        ],
+    },
+    Mutant {
+        name: "probe_locks_the_row",
+        breaks: "the acquire probe takes a row lock (denied acquires write; waiters stall the holder)",
+        edits: &[(
+            "FROM lease.leases AS l\n         WHERE l.key = acquire.key;",
+            "FROM lease.leases AS l\n         WHERE l.key = acquire.key FOR UPDATE;",
+        )],
+        caught_by: &[
+            "denied_acquire_returns_nulls_and_writes_nothing",
+            "blocking_waiters_never_stall_the_holders_renew",
+        ],
+    },
+    Mutant {
+        name: "lost_race_keeps_row_lock",
+        breaks: "a write attempt that loses its re-check keeps the row lock across the waiter's sleeps",
+        edits: &[(
+            "-- Lost a race: roll back the subtransaction to drop the row lock.\n                    RAISE EXCEPTION USING ERRCODE = 'LE001';",
+            "CONTINUE;",
+        )],
+        caught_by: &["a_waiter_that_lost_a_race_never_stalls_the_holders_renew"],
+    },
+    Mutant {
+        name: "inspect_shows_lapsed_as_held",
+        breaks: "inspect reports a lapsed lease as held",
+        edits: &[(
+            "LATERAL (SELECT l.owner IS NOT NULL AND l.expires_at > v_now AS live)",
+            "LATERAL (SELECT l.owner IS NOT NULL AS live)",
+        )],
+        caught_by: &["inspect_tells_never_leased_free_held_and_lapsed_apart"],
+    },
+    Mutant {
+        name: "no_key_length_limit",
+        breaks: "oversized keys reach the btree and fail with 54000 instead of 22023",
+        edits: &[(
+            "WHEN octet_length(value) > 1024 THEN",
+            "WHEN octet_length(value) > 1000000 THEN",
+        )],
+        caught_by: &["invalid_input_is_22023_naming_every_violation_and_changes_nothing"],
+    },
+];
+
+impl ExtensionFiles {
+    /// The mutant as an extension of its own, `pg_lease_<mutant name>`.
+    pub fn mutant(m: &Mutant) -> Result<ExtensionFiles, StaleMutant> {
+        let mut script = SCRIPT.to_string();
+        for (from, to) in m.edits {
+            let count = script.matches(from).count();
+            if count != 1 {
+                return Err(StaleMutant {
+                    mutant: m.name,
+                    pattern: from,
+                    count,
+                });
+            }
+            script = script.replacen(from, to, 1);
+        }
+        let name = format!("{NAME}_{}", m.name);
+        Ok(ExtensionFiles {
+            scripts: vec![(format!("{name}--{VERSION}.sql"), script)],
+            control: CONTROL.to_string(),
+            name,
+        })
+    }
+}
+
 fn write_if_changed(dir: &Path, name: &str, content: &str) -> Result<()> {
     let path = dir.join(name);
     if fs::read_to_string(&path)

@@ -1,5 +1,8 @@
 //! I/O side of the pg_lease checks: PostgreSQL installs and throwaway
-//! clusters ([`pg`]), and the pg_lease extension files ([`extension`]).
+//! clusters ([`pg`]), the pg_lease extension files ([`extension`]) and a
+//! typed lease client with error classification ([`client`]).
 
+pub mod client;
+pub mod conformance;
 pub mod extension;
 pub mod pg;

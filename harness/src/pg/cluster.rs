@@ -427,6 +427,12 @@ impl Cluster {
     /// Creates a new database named `<prefix>_<n>` with pg_lease installed,
     /// and returns its name. One per test keeps tests independent on a shared cluster.
     pub async fn fresh_database(&self, prefix: &str) -> Result<String> {
+        self.fresh_database_with(prefix, crate::extension::NAME)
+            .await
+    }
+
+    /// Like [`Cluster::fresh_database`], with the named extension (e.g. a mutant) installed.
+    pub async fn fresh_database_with(&self, prefix: &str, extension: &str) -> Result<String> {
         let n = self.databases.fetch_add(1, Ordering::Relaxed);
         let mut name: String = prefix
             .chars()
@@ -442,7 +448,9 @@ impl Cluster {
         name.push_str(&format!("_{n}"));
         self.create_database(&name).await?;
         let client = self.connect(&name).await?;
-        client.batch_execute("CREATE EXTENSION pg_lease").await?;
+        client
+            .batch_execute(&format!("CREATE EXTENSION {}", quote_ident(extension)))
+            .await?;
         Ok(name)
     }
 }
