@@ -468,13 +468,15 @@ SELECT count(*) AS lease_functions FROM pg_proc WHERE proname IN ('acquire', 're
 CREATE ROLE regress_pg_lease_creator;
 SELECT current_database() AS regress_db \gset
 SET ROLE regress_pg_lease_creator;
-CREATE EXTENSION pg_lease;  -- no CREATE privilege on the database yet
+-- No CREATE privilege on the database yet (42501). The message names the
+-- extension, so only its SQLSTATE is shown.
+SELECT state FROM pg_temp.err('CREATE EXTENSION pg_lease');
 RESET ROLE;
 GRANT CREATE ON DATABASE :"regress_db" TO regress_pg_lease_creator;
 SET ROLE regress_pg_lease_creator;
 SELECT rolsuper FROM pg_roles WHERE rolname = current_user;
 CREATE EXTENSION pg_lease;
-SELECT extname, extowner::regrole, extversion, extrelocatable
+SELECT extowner::regrole, extversion, extrelocatable
   FROM pg_extension WHERE extname = 'pg_lease';
 -- The member objects belong to the bootstrap superuser, not to the creator,
 -- so even the extension's owner reaches the table only through the API.

@@ -162,6 +162,15 @@ pub const MUTANTS: &[Mutant] = &[
 ];
 
 impl ExtensionFiles {
+    /// pg_lease unchanged, under another extension name (the control for mutant runs).
+    pub fn renamed(name: &str) -> ExtensionFiles {
+        ExtensionFiles {
+            name: name.to_string(),
+            control: CONTROL.to_string(),
+            scripts: vec![(format!("{name}--{VERSION}.sql"), SCRIPT.to_string())],
+        }
+    }
+
     /// The mutant as an extension of its own, `pg_lease_<mutant name>`.
     pub fn mutant(m: &Mutant) -> Result<ExtensionFiles, StaleMutant> {
         let mut script = SCRIPT.to_string();

@@ -5,4 +5,5 @@
 pub mod client;
 pub mod conformance;
 pub mod extension;
+pub mod installcheck;
 pub mod pg;

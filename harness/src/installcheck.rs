@@ -1,0 +1,174 @@
+//! Runs the extension's PGXS suites (`make installcheck`: the REGRESS and
+//! ISOLATION suites) against a throwaway cluster.
+//!
+//! The extension directory is copied to a temporary directory first, so runs
+//! against several clusters never share `results/` and the source tree stays
+//! clean. PGXS comes from any install that has it (Debian ships it in
+//! `postgresql-client-NN`); its pg_regress and isolationtester drive servers
+//! of other majors too.
+
+use crate::pg::{Cluster, PgError, Result};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The result of one `make installcheck`.
+#[derive(Debug, Clone)]
+pub struct InstallcheckReport {
+    pub server_version: String,
+    pub passed: bool,
+    /// make's combined output.
+    pub output: String,
+    /// regression.diffs of the failing suites (empty when passed).
+    pub diffs: String,
+}
+
+/// The source `extension/` directory of this workspace.
+pub fn default_extension_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../extension")
+}
+
+/// A `pg_config` whose `--pgxs` makefile exists: `LEASECHECK_PG_CONFIG`, the
+/// cluster's own install, `pg_config` on PATH, then `/usr/lib/postgresql/*/bin`.
+pub fn find_pgxs_pg_config(cluster: &Cluster) -> Result<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os("LEASECHECK_PG_CONFIG") {
+        candidates.push(PathBuf::from(p));
+    }
+    candidates.push(cluster.install().bin("pg_config"));
+    candidates.push(PathBuf::from("pg_config"));
+    if let Ok(dir) = fs::read_dir("/usr/lib/postgresql") {
+        let mut dirs: Vec<PathBuf> = dir
+            .flatten()
+            .map(|e| e.path().join("bin/pg_config"))
+            .collect();
+        dirs.sort();
+        dirs.reverse();
+        candidates.extend(dirs);
+    }
+    let mut tried = Vec::new();
+    for cand in candidates {
+        tried.push(cand.display().to_string());
+        let Ok(out) = Command::new(&cand).arg("--pgxs").output() else {
+            continue;
+        };
+        let pgxs = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if out.status.success() && Path::new(&pgxs).is_file() {
+            return Ok(cand);
+        }
+    }
+    Err(PgError::NotFound {
+        major: cluster.install().version.major,
+        tried,
+        hint: "no PGXS (pg_config --pgxs) found; install postgresql-client-15 (Debian) or \
+               postgresql-server-dev, or set LEASECHECK_PG_CONFIG"
+            .into(),
+    })
+}
+
+/// `make installcheck` of the extension in `extension_dir` against `cluster`.
+pub fn run(cluster: &Cluster, extension_dir: &Path) -> Result<InstallcheckReport> {
+    run_against(cluster, extension_dir, crate::extension::NAME)
+}
+
+/// Like [`run`], but the suites install and use the extension `extension`
+/// (e.g. a mutant of pg_lease, already installed on the cluster's install):
+/// `EXTENSION pg_lease` and `extname = 'pg_lease'` are renamed in the copied
+/// tests and expected outputs, so only behaviour can make the suites differ.
+pub fn run_against(
+    cluster: &Cluster,
+    extension_dir: &Path,
+    extension: &str,
+) -> Result<InstallcheckReport> {
+    let pg_config = find_pgxs_pg_config(cluster)?;
+    let work = tempfile::Builder::new()
+        .prefix("leasecheck-installcheck-")
+        .tempdir()
+        .map_err(|e| PgError::io("creating a temp directory", std::env::temp_dir(), e))?;
+    copy_sources(extension_dir, work.path())?;
+    if extension != crate::extension::NAME {
+        rename_extension(work.path(), extension)?;
+    }
+    let out = Command::new("make")
+        .arg("-C")
+        .arg(work.path())
+        .arg("installcheck")
+        .arg(format!("PG_CONFIG={}", pg_config.display()))
+        .env("PGHOST", cluster.host())
+        .env("PGPORT", cluster.port().to_string())
+        .env("PGUSER", cluster.superuser())
+        .env_remove("PGDATABASE")
+        .env("LC_ALL", "C")
+        .output()
+        .map_err(|e| PgError::io("running make (is it installed?)", "make", e))?;
+    let output = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut diffs = String::new();
+    if !out.status.success() {
+        for name in ["regression.diffs", "output_iso/regression.diffs"] {
+            if let Ok(text) = fs::read_to_string(work.path().join(name)) {
+                diffs.push_str(&format!("=== {name}\n{text}"));
+            }
+        }
+    }
+    Ok(InstallcheckReport {
+        server_version: cluster.install().version.full.clone(),
+        passed: out.status.success(),
+        output,
+        diffs,
+    })
+}
+
+fn rename_extension(dir: &Path, extension: &str) -> Result<()> {
+    let name = crate::extension::NAME;
+    for sub in ["sql", "specs", "expected"] {
+        let Ok(entries) = fs::read_dir(dir.join(sub)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let text = fs::read_to_string(&path).map_err(|e| PgError::io("reading", &path, e))?;
+            let renamed = text
+                .replace(
+                    &format!("EXTENSION {name}"),
+                    &format!("EXTENSION {extension}"),
+                )
+                .replace(
+                    &format!("extname = '{name}'"),
+                    &format!("extname = '{extension}'"),
+                );
+            fs::write(&path, renamed).map_err(|e| PgError::io("writing", &path, e))?;
+        }
+    }
+    Ok(())
+}
+
+fn copy_sources(from: &Path, to: &Path) -> Result<()> {
+    let entries =
+        fs::read_dir(from).map_err(|e| PgError::io("reading the extension directory", from, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| PgError::io("reading the extension directory", from, e))?;
+        let name = entry.file_name();
+        let name_str = name.to_string_lossy();
+        // Leave behind the outputs of earlier in-tree runs.
+        if matches!(
+            name_str.as_ref(),
+            "results" | "output_iso" | "log" | "tmp_check"
+        ) || name_str.starts_with("regression.")
+        {
+            continue;
+        }
+        let src = entry.path();
+        let dst = to.join(&name);
+        if src.is_dir() {
+            fs::create_dir_all(&dst).map_err(|e| PgError::io("creating", &dst, e))?;
+            copy_sources(&src, &dst)?;
+        } else {
+            fs::copy(&src, &dst).map_err(|e| PgError::io("copying", &src, e))?;
+        }
+    }
+    Ok(())
+}
