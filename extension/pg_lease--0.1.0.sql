@@ -177,6 +177,33 @@ BEGIN
 END
 $$;
 
+-- Why a renew or release of (key, owner, epoch) fails, read afresh (plain
+-- SELECT, no lock) at the current server time, by the precedence
+-- not_owner > lapsed > epoch_mismatch. NULL: the key is now in a state the
+-- call would succeed on (it changed after the failed attempt), so try again.
+CREATE FUNCTION lease._failure_status(p_key text, p_owner text, p_epoch bigint)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now     timestamptz := clock_timestamp();
+    v_owner   text;
+    v_epoch   bigint;
+    v_expires timestamptz;
+BEGIN
+    SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
+      FROM lease.leases AS l
+     WHERE l.key = p_key;
+    RETURN CASE
+        WHEN NOT FOUND OR v_owner IS NULL OR v_owner <> p_owner THEN 'not_owner'
+        WHEN v_expires <= v_now THEN 'lapsed'
+        WHEN v_epoch <> p_epoch THEN 'epoch_mismatch'
+    END;
+END
+$$;
+REVOKE ALL ON FUNCTION lease._failure_status(text, text, bigint) FROM PUBLIC;
+
 -- renew: heartbeat. Extends expiry to server time + ttl, never changes the epoch.
 -- Precedence of failures: not_owner, then lapsed, then epoch_mismatch.
 CREATE FUNCTION lease.renew(key text, owner text, epoch bigint, ttl interval)
@@ -188,8 +215,6 @@ AS $$
 DECLARE
     v_problems text[];
     v_now      timestamptz;
-    v_owner    text;
-    v_epoch    bigint;
     v_expires  timestamptz;
 BEGIN
     v_problems := array_remove(ARRAY[
@@ -223,17 +248,7 @@ BEGIN
             NULL;
         END;
 
-        v_now := clock_timestamp();
-        SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
-          FROM lease.leases AS l
-         WHERE l.key = renew.key;
-        status := CASE
-            WHEN NOT FOUND OR v_owner IS NULL OR v_owner <> renew.owner THEN 'not_owner'
-            WHEN v_expires <= v_now THEN 'lapsed'
-            WHEN v_epoch <> renew.epoch THEN 'epoch_mismatch'
-        END;
-        -- NULL status: the key changed between the attempt and the probe into
-        -- a state the renew would succeed on; try again.
+        status := lease._failure_status(renew.key, renew.owner, renew.epoch);
         IF status IS NOT NULL THEN
             expires_at := NULL;
             RETURN NEXT;
@@ -254,9 +269,6 @@ AS $$
 DECLARE
     v_problems text[];
     v_now      timestamptz;
-    v_owner    text;
-    v_epoch    bigint;
-    v_expires  timestamptz;
 BEGIN
     v_problems := array_remove(ARRAY[
         lease._text_problem('key', release.key),
@@ -287,15 +299,7 @@ BEGIN
             NULL;
         END;
 
-        v_now := clock_timestamp();
-        SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
-          FROM lease.leases AS l
-         WHERE l.key = release.key;
-        status := CASE
-            WHEN NOT FOUND OR v_owner IS NULL OR v_owner <> release.owner THEN 'not_owner'
-            WHEN v_expires <= v_now THEN 'lapsed'
-            WHEN v_epoch <> release.epoch THEN 'epoch_mismatch'
-        END;
+        status := lease._failure_status(release.key, release.owner, release.epoch);
         IF status IS NOT NULL THEN
             RETURN NEXT;
             RETURN;
