@@ -1,1 +1,155 @@
-fn main() {}
+//! `leasecheck`: the correctness gate and benchmark for pg_lease.
+
+mod model_cmd;
+
+use anyhow::{bail, Context};
+use clap::{Parser, Subcommand};
+use harness::pg::{Cluster, PgInstall};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "leasecheck",
+    version,
+    about = "Correctness gate and benchmark for the pg_lease extension"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the conformance suite against throwaway clusters (the default: PG 15).
+    Run(RunArgs),
+    /// Run the extension's PGXS suites (make installcheck) against throwaway clusters.
+    Installcheck(InstallcheckArgs),
+    /// Download the pinned PostgreSQL build of a major (14-18) into the cache.
+    FetchPg { major: u32 },
+    /// Show which PostgreSQL install would be used for a major.
+    FindPg { major: u32 },
+    /// Model-check the spec (the 11 invariants), run its negative controls, or serve the Explorer.
+    Model(model_cmd::ModelArgs),
+}
+
+#[derive(Debug, clap::Args, Default)]
+struct RunArgs {
+    /// PostgreSQL major(s) to run against (repeatable); fetched if not installed.
+    #[arg(long = "pg", default_value = "15")]
+    majors: Vec<u32>,
+    /// Only the checks whose name contains this text.
+    #[arg(long)]
+    filter: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+struct InstallcheckArgs {
+    /// PostgreSQL major(s) to run against (repeatable); fetched if not installed.
+    #[arg(long = "pg", default_value = "15")]
+    majors: Vec<u32>,
+    /// The extension source directory (with Makefile, sql/, expected/, specs/).
+    #[arg(long)]
+    extension_dir: Option<PathBuf>,
+}
+
+fn main() {
+    if let Err(err) = real_main() {
+        // Plain, whole-chain error report (no backtrace, even with RUST_BACKTRACE set).
+        eprintln!("error: {err:#}");
+        std::process::exit(1);
+    }
+}
+
+fn real_main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command.unwrap_or(Command::Run(RunArgs {
+        majors: vec![15],
+        filter: None,
+    })) {
+        Command::Run(args) => run(args),
+        Command::Installcheck(args) => installcheck(args),
+        Command::FetchPg { major } => {
+            let install = harness::pg::fetch(major)
+                .with_context(|| format!("fetching PostgreSQL {major}"))?;
+            println!(
+                "PostgreSQL {} in {}",
+                install.version,
+                install.bin_dir.display()
+            );
+            Ok(())
+        }
+        Command::FindPg { major } => {
+            let install = PgInstall::find(major)?;
+            println!(
+                "PostgreSQL {} in {} ({:?}); extension dir {}",
+                install.version,
+                install.bin_dir.display(),
+                install.source,
+                install.extension_dir().display()
+            );
+            Ok(())
+        }
+        Command::Model(args) => model_cmd::run(&args),
+    }
+}
+
+fn start(major: u32) -> anyhow::Result<(PgInstall, Cluster)> {
+    let install = PgInstall::ensure(major)
+        .with_context(|| format!("finding or fetching PostgreSQL {major}"))?;
+    let cluster = Cluster::start(&install)
+        .with_context(|| format!("starting a PostgreSQL {} cluster", install.version))?;
+    Ok((install, cluster))
+}
+
+fn run(args: RunArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let mut failed = 0;
+    for major in args.majors {
+        let (install, cluster) = start(major)?;
+        println!(
+            "conformance: pg_lease on PostgreSQL {} ({}), port {}",
+            install.version,
+            install.bin_dir.display(),
+            cluster.port()
+        );
+        let report = runtime.block_on(harness::conformance::run(
+            &install,
+            &cluster,
+            args.filter.as_deref(),
+        ));
+        print!("{}", report.render());
+        failed += report.failures().count();
+    }
+    if failed > 0 {
+        bail!("{failed} conformance check(s) failed");
+    }
+    Ok(())
+}
+
+fn installcheck(args: InstallcheckArgs) -> anyhow::Result<()> {
+    let dir = args
+        .extension_dir
+        .unwrap_or_else(harness::installcheck::default_extension_dir);
+    let mut failed = Vec::new();
+    for major in args.majors {
+        let (install, cluster) = start(major)?;
+        let report = harness::installcheck::run(&cluster, &dir)
+            .with_context(|| format!("running make installcheck in {}", dir.display()))?;
+        println!("== PostgreSQL {}\n{}", install.version, report.output);
+        if !report.passed {
+            println!("{}", report.diffs);
+            failed.push(install.version.full.clone());
+        }
+    }
+    if !failed.is_empty() {
+        bail!(
+            "make installcheck failed on PostgreSQL {}",
+            failed.join(", ")
+        );
+    }
+    Ok(())
+}

@@ -1,1 +1,32 @@
-//! model
+//! The pg_lease semantics as one executable spec, the stateright model of its 11 invariants,
+//! history types and checks. Pure: no I/O.
+//!
+//! - [`spec`]: the sequential spec ([`Spec::step`] at an instant, [`Spec::possible`] and
+//!   [`Spec::check`] over an observed server-time [`Span`] with three-valued expiry).
+//! - [`history`]: [`Event`]s as a client records them and [`check_sequential`].
+//! - [`lease_model`]: the stateright [`LeaseModel`] (clients, keys, clock, faults, crashes,
+//!   transactions, a fenced resource) with the invariants as properties.
+//! - [`check`]: runs the model checker and reports ([`check::run`]).
+//! - [`mutation`]: the negative controls; [`invariant`]: the 11 invariants.
+
+pub mod check;
+pub mod history;
+pub mod invariant;
+pub mod lease_model;
+pub mod mutation;
+pub mod spec;
+pub mod time;
+
+pub use check::{Config, ConfigError, PropertyResult, Report, RunOptions, Strategy};
+pub use history::{check_sequential, ClientId, Commit, Event, History, HistoryError};
+pub use invariant::Invariant;
+pub use lease_model::LeaseModel;
+pub use mutation::Mutation;
+pub use spec::{
+    Epoch, Expected, KeyState, Mismatch, Name, Op, Outcome, Row, Spec, Store, Violation,
+    MAX_NAME_BYTES,
+};
+pub use time::{Interval, Span, SpanError, Ts, Window};
+
+/// The stateright version this crate is built on (e.g. for `checker().serve(addr)`).
+pub use stateright;

@@ -1,0 +1,1360 @@
+//! The sequential spec of pg_lease: one key's lease (never-leased / FREE / HELD, epochs,
+//! expiry) under server time, for every operation of the API and the injected `expire` fault.
+//!
+//! This module is the single source of the semantics (specs/SEMANTICS.md). It is used in two
+//! ways:
+//! - [`Spec::step`]: the operation takes effect at one known server instant; the result is
+//!   deterministic. The stateright model uses this.
+//! - [`Spec::possible`] and [`Spec::check`]: the operation took effect at some unknown instant
+//!   of an observed [`Span`] `[t0, t1]`. Expiry is judged three-valued: a stored
+//!   `expires_at <= t0` must look expired, `expires_at > t1` must look live, anything between
+//!   may look either way and the observed outcome decides (the returned state is the one
+//!   consistent with that choice). History checkers use this.
+//!
+//! A [`Spec`] carries a [`Mutation`]; [`Mutation::None`] is the correct semantics, the others
+//! are the negative controls.
+
+use crate::invariant::Invariant;
+use crate::mutation::Mutation;
+use crate::time::{Interval, Span, Ts, Window};
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::hash::Hash;
+
+/// A fencing epoch (`bigint`). A never-leased key has epoch 0; the first grant has epoch 1.
+pub type Epoch = i64;
+
+/// Longest key or owner accepted, in bytes (`octet_length`).
+pub const MAX_NAME_BYTES: usize = 1024;
+
+/// A key or owner value. Real histories use `String`; the stateright model uses small ids.
+pub trait Name: Clone + Eq + Ord + Hash + Debug {
+    /// The value's length in bytes as PostgreSQL `text` (`octet_length`).
+    fn byte_len(&self) -> usize;
+}
+
+impl Name for String {
+    fn byte_len(&self) -> usize {
+        self.len()
+    }
+}
+
+impl Name for &'static str {
+    fn byte_len(&self) -> usize {
+        self.len()
+    }
+}
+
+/// Model ids: always valid one-byte names.
+impl Name for u8 {
+    fn byte_len(&self) -> usize {
+        1
+    }
+}
+
+/// The state of one key.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum KeyState<O> {
+    /// No row: the key was never granted.
+    NeverLeased,
+    /// Unowned; `epoch` is the fencing watermark (every epoch `<=` it is stale).
+    Free { epoch: Epoch },
+    /// Granted to `owner` with `epoch` until `expires_at`, which lies in `expires`. The lease
+    /// is *lapsed* at server time `t` when `expires_at <= t` (lazy expiry: the row stays).
+    Held {
+        owner: O,
+        epoch: Epoch,
+        expires: Window,
+    },
+}
+
+impl<O> KeyState<O> {
+    /// The key's epoch (0 when never leased).
+    pub fn epoch(&self) -> Epoch {
+        match self {
+            KeyState::NeverLeased => 0,
+            KeyState::Free { epoch } | KeyState::Held { epoch, .. } => *epoch,
+        }
+    }
+
+    /// True when the key is held by a grant certainly unexpired at `t`.
+    pub fn is_live_at(&self, t: Ts) -> bool {
+        matches!(self, KeyState::Held { expires, .. } if expires.lo > t)
+    }
+
+    /// The holder and expiry window of a `Held` state, lapsed or not.
+    pub fn holder(&self) -> Option<(&O, Epoch, Window)> {
+        match self {
+            KeyState::Held {
+                owner,
+                epoch,
+                expires,
+            } => Some((owner, *epoch, *expires)),
+            _ => None,
+        }
+    }
+}
+
+/// The state of every key: the content of `lease.leases`. Keys without a row are
+/// [`KeyState::NeverLeased`].
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Store<K: Ord, O> {
+    rows: BTreeMap<K, KeyState<O>>,
+}
+
+impl<K: Ord, O> Default for Store<K, O> {
+    fn default() -> Self {
+        Store {
+            rows: BTreeMap::new(),
+        }
+    }
+}
+
+impl<K: Name, O: Name> Store<K, O> {
+    /// The empty store: every key never leased.
+    pub fn new() -> Self {
+        Store::default()
+    }
+
+    /// The state of `key`.
+    pub fn state(&self, key: &K) -> KeyState<O> {
+        self.rows.get(key).cloned().unwrap_or(KeyState::NeverLeased)
+    }
+
+    /// The epoch of `key` (0 when never leased).
+    pub fn epoch(&self, key: &K) -> Epoch {
+        self.rows.get(key).map_or(0, KeyState::epoch)
+    }
+
+    /// Sets the state of `key` (`NeverLeased` removes its row).
+    pub fn set(&mut self, key: K, state: KeyState<O>) {
+        if state == KeyState::NeverLeased {
+            self.rows.remove(&key);
+        } else {
+            self.rows.insert(key, state);
+        }
+    }
+
+    /// The keys that have a row, with their states.
+    pub fn rows(&self) -> impl Iterator<Item = (&K, &KeyState<O>)> {
+        self.rows.iter()
+    }
+
+    /// The rows on which `after` differs from `self`, with their states in `after`
+    /// (`NeverLeased` for a row `after` lacks).
+    pub fn diff(&self, after: &Store<K, O>) -> Vec<(K, KeyState<O>)> {
+        let mut out = Vec::new();
+        for (k, st) in &after.rows {
+            if self.rows.get(k) != Some(st) {
+                out.push((k.clone(), st.clone()));
+            }
+        }
+        for k in self.rows.keys() {
+            if !after.rows.contains_key(k) {
+                out.push((k.clone(), KeyState::NeverLeased));
+            }
+        }
+        out
+    }
+
+    /// Applies writes as produced by [`Store::diff`].
+    pub fn apply(&mut self, writes: &[(K, KeyState<O>)]) {
+        for (k, st) in writes {
+            self.set(k.clone(), st.clone());
+        }
+    }
+}
+
+/// One call of the API (or the injected fault), with its arguments as sent: `None` is SQL
+/// `NULL`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Op<K, O> {
+    /// `lease.acquire(key, owner, ttl, wait)`; `wait` zero is the non-blocking acquire.
+    Acquire {
+        key: Option<K>,
+        owner: Option<O>,
+        ttl: Option<Interval>,
+        wait: Option<Interval>,
+    },
+    /// `lease.renew(key, owner, epoch, ttl)`.
+    Renew {
+        key: Option<K>,
+        owner: Option<O>,
+        epoch: Option<Epoch>,
+        ttl: Option<Interval>,
+    },
+    /// `lease.release(key, owner, epoch)`.
+    Release {
+        key: Option<K>,
+        owner: Option<O>,
+        epoch: Option<Epoch>,
+    },
+    /// `lease.inspect(key)`.
+    Inspect { key: Option<K> },
+    /// Injected fault: a held key's `expires_at` is set to the current server time.
+    Expire { key: K },
+}
+
+impl<K: Name, O: Name> Op<K, O> {
+    /// Non-blocking acquire.
+    pub fn acquire(key: K, owner: O, ttl: Interval) -> Self {
+        Op::Acquire {
+            key: Some(key),
+            owner: Some(owner),
+            ttl: Some(ttl),
+            wait: Some(Interval::ZERO),
+        }
+    }
+
+    /// Blocking acquire with a wait bound.
+    pub fn acquire_wait(key: K, owner: O, ttl: Interval, wait: Interval) -> Self {
+        Op::Acquire {
+            key: Some(key),
+            owner: Some(owner),
+            ttl: Some(ttl),
+            wait: Some(wait),
+        }
+    }
+
+    pub fn renew(key: K, owner: O, epoch: Epoch, ttl: Interval) -> Self {
+        Op::Renew {
+            key: Some(key),
+            owner: Some(owner),
+            epoch: Some(epoch),
+            ttl: Some(ttl),
+        }
+    }
+
+    pub fn release(key: K, owner: O, epoch: Epoch) -> Self {
+        Op::Release {
+            key: Some(key),
+            owner: Some(owner),
+            epoch: Some(epoch),
+        }
+    }
+
+    pub fn inspect(key: K) -> Self {
+        Op::Inspect { key: Some(key) }
+    }
+
+    pub fn expire(key: K) -> Self {
+        Op::Expire { key }
+    }
+
+    /// The key the operation names, if not `NULL`.
+    pub fn key(&self) -> Option<&K> {
+        match self {
+            Op::Acquire { key, .. }
+            | Op::Renew { key, .. }
+            | Op::Release { key, .. }
+            | Op::Inspect { key } => key.as_ref(),
+            Op::Expire { key } => Some(key),
+        }
+    }
+
+    /// Every input constraint the call violates (the DETAIL of its 22023 error); empty for a
+    /// valid call.
+    pub fn violations(&self) -> Vec<Violation> {
+        let mut v = Vec::new();
+        match self {
+            Op::Acquire {
+                key,
+                owner,
+                ttl,
+                wait,
+            } => {
+                check_name(key.as_ref(), NameRole::Key, &mut v);
+                check_name(owner.as_ref(), NameRole::Owner, &mut v);
+                check_ttl(ttl.as_ref(), &mut v);
+                match wait {
+                    None => v.push(Violation::WaitNull),
+                    Some(w) if w.has_negative_field() => v.push(Violation::WaitNegativeField),
+                    Some(w) if w.cmp_value() > Interval::HUNDRED_YEARS.cmp_value() => {
+                        v.push(Violation::WaitTooLong)
+                    }
+                    Some(_) => {}
+                }
+            }
+            Op::Renew {
+                key,
+                owner,
+                epoch,
+                ttl,
+            } => {
+                check_name(key.as_ref(), NameRole::Key, &mut v);
+                check_name(owner.as_ref(), NameRole::Owner, &mut v);
+                if epoch.is_none() {
+                    v.push(Violation::EpochNull);
+                }
+                check_ttl(ttl.as_ref(), &mut v);
+            }
+            Op::Release { key, owner, epoch } => {
+                check_name(key.as_ref(), NameRole::Key, &mut v);
+                check_name(owner.as_ref(), NameRole::Owner, &mut v);
+                if epoch.is_none() {
+                    v.push(Violation::EpochNull);
+                }
+            }
+            Op::Inspect { key } => check_name(key.as_ref(), NameRole::Key, &mut v),
+            Op::Expire { .. } => {}
+        }
+        v
+    }
+}
+
+#[derive(Clone, Copy)]
+enum NameRole {
+    Key,
+    Owner,
+}
+
+fn check_name<N: Name>(name: Option<&N>, role: NameRole, out: &mut Vec<Violation>) {
+    let (null, empty, long) = match role {
+        NameRole::Key => (
+            Violation::KeyNull,
+            Violation::KeyEmpty,
+            Violation::KeyTooLong,
+        ),
+        NameRole::Owner => (
+            Violation::OwnerNull,
+            Violation::OwnerEmpty,
+            Violation::OwnerTooLong,
+        ),
+    };
+    match name {
+        None => out.push(null),
+        Some(n) if n.byte_len() == 0 => out.push(empty),
+        Some(n) if n.byte_len() > MAX_NAME_BYTES => out.push(long),
+        Some(_) => {}
+    }
+}
+
+fn check_ttl(ttl: Option<&Interval>, out: &mut Vec<Violation>) {
+    match ttl {
+        None => out.push(Violation::TtlNull),
+        Some(t) if t.has_negative_field() => out.push(Violation::TtlNegativeField),
+        Some(t) if !t.is_positive() => out.push(Violation::TtlNotPositive),
+        Some(t) if t.cmp_value() > Interval::HUNDRED_YEARS.cmp_value() => {
+            out.push(Violation::TtlTooLong)
+        }
+        Some(_) => {}
+    }
+}
+
+/// One violated input constraint. SQLSTATE 22023's DETAIL lists one sentence per violated
+/// argument (the first violated constraint of each), in argument order, joined by `"; "`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Violation {
+    KeyNull,
+    KeyEmpty,
+    KeyTooLong,
+    OwnerNull,
+    OwnerEmpty,
+    OwnerTooLong,
+    EpochNull,
+    TtlNull,
+    TtlNegativeField,
+    /// zero
+    TtlNotPositive,
+    TtlTooLong,
+    WaitNull,
+    WaitNegativeField,
+    WaitTooLong,
+}
+
+impl Violation {
+    /// True for constraints on `ttl` and `wait` (see [`Mutation::InvalidInputWrites`]).
+    pub fn is_interval(self) -> bool {
+        matches!(
+            self,
+            Violation::TtlNull
+                | Violation::TtlNegativeField
+                | Violation::TtlNotPositive
+                | Violation::TtlTooLong
+                | Violation::WaitNull
+                | Violation::WaitNegativeField
+                | Violation::WaitTooLong
+        )
+    }
+
+    /// How the DETAIL sentence for this violation starts (it may go on with the value, e.g.
+    /// "(got 1025 bytes)").
+    pub fn detail_prefix(self) -> &'static str {
+        match self {
+            Violation::KeyNull => "key must not be NULL",
+            Violation::KeyEmpty => "key must not be empty",
+            Violation::KeyTooLong => "key must be at most 1024 bytes",
+            Violation::OwnerNull => "owner must not be NULL",
+            Violation::OwnerEmpty => "owner must not be empty",
+            Violation::OwnerTooLong => "owner must be at most 1024 bytes",
+            Violation::EpochNull => "epoch must not be NULL",
+            Violation::TtlNull => "ttl must not be NULL",
+            Violation::TtlNegativeField => "ttl must not have a negative field",
+            Violation::TtlNotPositive => "ttl must be positive",
+            Violation::TtlTooLong => "ttl must be at most 100 years",
+            Violation::WaitNull => "wait must not be NULL",
+            Violation::WaitNegativeField => "wait must not have a negative field",
+            Violation::WaitTooLong => "wait must be at most 100 years",
+        }
+    }
+}
+
+/// One row of `lease.inspect`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Row<O, T = Ts> {
+    pub held: bool,
+    pub owner: Option<O>,
+    pub epoch: Epoch,
+    pub expires_at: Option<T>,
+}
+
+/// The observed result of one operation. `T` is how reported times are known: [`Ts`] for an
+/// observation, [`Window`] for a prediction ([`Expected`]).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Outcome<O, T = Ts> {
+    /// acquire: `(acquired = true, epoch, expires_at)`.
+    Acquired { epoch: Epoch, expires_at: T },
+    /// non-blocking acquire of a key held by another owner: `(false, NULL, NULL)`.
+    Denied,
+    /// blocking acquire whose wait bound passed: SQLSTATE 57014 with the wait-exhausted message.
+    Timeout,
+    /// renew: `('ok', expires_at)`.
+    Renewed { expires_at: T },
+    /// release: `'ok'`.
+    Released,
+    /// renew/release status `not_owner`.
+    NotOwner,
+    /// renew/release status `lapsed`.
+    Lapsed,
+    /// renew/release status `epoch_mismatch`.
+    EpochMismatch,
+    /// inspect: zero rows (`None`) or one row.
+    Inspected(Option<Row<O, T>>),
+    /// SQLSTATE 22023.
+    InvalidInput,
+    /// the injected `expire` fault was applied.
+    Injected,
+    /// the statement failed with an error that guarantees it had no effect (e.g. a user
+    /// cancel, "canceling statement due to user request").
+    Failed,
+    /// the result was lost (connection closed, lost COMMIT): the operation may or may not
+    /// have taken effect.
+    Unknown,
+}
+
+/// A predicted outcome: reported times known to lie in a window.
+pub type Expected<O> = Outcome<O, Window>;
+
+/// The result of a check that found the observation impossible under the spec.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{invariant}: {detail}")]
+pub struct Mismatch {
+    /// The invariant the observation most directly contradicts (a best guess: black-box
+    /// observations show the first visible symptom of a bug, not its cause).
+    pub invariant: Invariant,
+    pub detail: String,
+}
+
+/// The lease semantics, possibly mutated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Spec {
+    pub mutation: Mutation,
+}
+
+/// Renew/release check result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Status {
+    NotOwner,
+    Lapsed,
+    EpochMismatch,
+    Ok,
+}
+
+/// How expiry of a `Held` state was judged for one branch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Judged {
+    NotHeld,
+    Live,
+    Lapsed,
+}
+
+/// A validated per-key operation.
+enum KeyOp<'a, O> {
+    Acquire {
+        owner: &'a O,
+        ttl: Interval,
+        wait: Interval,
+    },
+    Renew {
+        owner: &'a O,
+        epoch: Epoch,
+        ttl: Interval,
+    },
+    Release {
+        owner: &'a O,
+        epoch: Epoch,
+    },
+    Inspect,
+    Expire,
+}
+
+impl<O> KeyOp<'_, O> {
+    fn is_blocking(&self) -> bool {
+        matches!(self, KeyOp::Acquire { wait, .. } if wait.is_positive())
+    }
+}
+
+/// What an operation does to its key, before time is filled in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Effect {
+    /// new grant with this epoch (`expires_at = t + ttl`)
+    Grant(Epoch),
+    /// same-owner re-acquire of a live lease: same epoch and expiry, no write
+    Idempotent,
+    /// held by another owner: denied or timeout, no write
+    Busy,
+    /// a renew/release status other than ok: no write
+    Status(Status),
+    /// renew ok: `expires_at = t + ttl`, epoch as given
+    Extend(Epoch),
+    /// release ok: FREE with this epoch
+    Free(Epoch),
+    /// release ok that deletes the row (mutant)
+    Forget,
+    /// inspect: zero rows
+    NoRow,
+    /// inspect: held row
+    HeldRow,
+    /// inspect: not-held row
+    FreeRow,
+    /// expire fault on a held key: `expires_at = t`
+    ExpireNow,
+    /// expire fault on a key that is not held: nothing
+    Nothing,
+}
+
+impl Effect {
+    fn writes(self) -> bool {
+        matches!(
+            self,
+            Effect::Grant(_) | Effect::Extend(_) | Effect::Free(_) | Effect::Forget
+        )
+    }
+}
+
+/// One way an operation can take effect: an expiry judgement, the interval of effective
+/// times consistent with it, and the effect.
+#[derive(Clone, Copy, Debug)]
+struct Branch {
+    judged: Judged,
+    teff: (Ts, Ts),
+    effect: Effect,
+}
+
+impl Spec {
+    /// The correct semantics.
+    pub const CORRECT: Spec = Spec {
+        mutation: Mutation::None,
+    };
+
+    pub fn new(mutation: Mutation) -> Spec {
+        Spec { mutation }
+    }
+
+    fn is(&self, m: Mutation) -> bool {
+        self.mutation == m
+    }
+
+    /// The effect of `op` on key state `st`, given how expiry was judged.
+    fn decide<O: Name>(&self, st: &KeyState<O>, op: &KeyOp<'_, O>, judged: Judged) -> Effect {
+        let lapsed = judged == Judged::Lapsed;
+        match op {
+            KeyOp::Acquire { owner, .. } => match st {
+                KeyState::NeverLeased => Effect::Grant(1),
+                KeyState::Free { epoch } => Effect::Grant(epoch.saturating_add(1)),
+                KeyState::Held {
+                    owner: holder,
+                    epoch,
+                    ..
+                } => {
+                    if lapsed {
+                        if self.is(Mutation::TakeoverReusesEpoch) {
+                            Effect::Grant(*epoch)
+                        } else {
+                            Effect::Grant(epoch.saturating_add(1))
+                        }
+                    } else if holder == *owner {
+                        if self.is(Mutation::ReacquireBumpsEpoch) {
+                            Effect::Grant(epoch.saturating_add(1))
+                        } else {
+                            Effect::Idempotent
+                        }
+                    } else if self.is(Mutation::AcquireIgnoresHolder) {
+                        Effect::Grant(epoch.saturating_add(1))
+                    } else {
+                        Effect::Busy
+                    }
+                }
+            },
+            KeyOp::Renew { owner, epoch, .. } => {
+                let ignore_expiry = self.is(Mutation::RenewIgnoresExpiry);
+                match self.status(st, owner, *epoch, lapsed && !ignore_expiry) {
+                    Status::Ok => {
+                        if self.is(Mutation::RenewChangesEpoch) {
+                            Effect::Extend(st.epoch().saturating_add(1))
+                        } else {
+                            Effect::Extend(st.epoch())
+                        }
+                    }
+                    s => Effect::Status(s),
+                }
+            }
+            KeyOp::Release { owner, epoch } => match self.status(st, owner, *epoch, lapsed) {
+                Status::Ok => {
+                    if self.is(Mutation::ReleaseDeletesRow) {
+                        Effect::Forget
+                    } else if self.is(Mutation::ReleaseKeepsEpoch) {
+                        Effect::Free(st.epoch())
+                    } else {
+                        Effect::Free(st.epoch().saturating_add(1))
+                    }
+                }
+                s => Effect::Status(s),
+            },
+            KeyOp::Inspect => match st {
+                KeyState::NeverLeased => Effect::NoRow,
+                KeyState::Free { .. } => Effect::FreeRow,
+                KeyState::Held { .. } => {
+                    if !lapsed || self.is(Mutation::InspectShowsLapsedAsHeld) {
+                        Effect::HeldRow
+                    } else {
+                        Effect::FreeRow
+                    }
+                }
+            },
+            KeyOp::Expire => match st {
+                KeyState::Held { .. } => Effect::ExpireNow,
+                _ => Effect::Nothing,
+            },
+        }
+    }
+
+    /// Renew/release precedence: not_owner, then lapsed, then epoch_mismatch.
+    fn status<O: Name>(&self, st: &KeyState<O>, owner: &O, given: Epoch, lapsed: bool) -> Status {
+        let (is_owner, stored) = match st {
+            KeyState::Held {
+                owner: holder,
+                epoch,
+                ..
+            } => (holder == owner, *epoch),
+            other => (false, other.epoch()),
+        };
+        if self.is(Mutation::WrongPrecedence) && stored != given {
+            return Status::EpochMismatch;
+        }
+        if !is_owner {
+            Status::NotOwner
+        } else if lapsed {
+            Status::Lapsed
+        } else if stored != given {
+            Status::EpochMismatch
+        } else {
+            Status::Ok
+        }
+    }
+
+    /// Every branch of `op` on `st` within `span`.
+    fn branches<O: Name>(&self, st: &KeyState<O>, op: &KeyOp<'_, O>, span: Span) -> Vec<Branch> {
+        let (t0, t1) = (span.t0(), span.t1());
+        let mut judgements = Vec::with_capacity(2);
+        match st {
+            KeyState::Held { expires, .. } => {
+                if expires.hi > t0 {
+                    let hi = Ts(expires.hi.0 - 1);
+                    judgements.push((Judged::Live, (t0, t1.min(hi))));
+                }
+                if expires.lo <= t1 {
+                    judgements.push((Judged::Lapsed, (t0.max(expires.lo), t1)));
+                }
+            }
+            _ => judgements.push((Judged::NotHeld, (t0, t1))),
+        }
+        let mut out = Vec::with_capacity(judgements.len());
+        for (judged, mut teff) in judgements {
+            let effect = self.decide(st, op, judged);
+            if effect == Effect::Busy {
+                if let KeyOp::Acquire { wait, .. } = op {
+                    if wait.is_positive() {
+                        // A timeout is decided by the last poll, once the wait bound passed.
+                        teff.0 = teff.0.max(t0.plus(wait.advance_bounds().0));
+                    }
+                }
+            }
+            if teff.0 <= teff.1 {
+                out.push(Branch {
+                    judged,
+                    teff,
+                    effect,
+                });
+            }
+        }
+        out
+    }
+
+    /// The predicted outcome and new key state of `branch`.
+    fn realize<O: Name>(
+        &self,
+        st: &KeyState<O>,
+        op: &KeyOp<'_, O>,
+        branch: &Branch,
+    ) -> (Expected<O>, KeyState<O>) {
+        let (a, b) = branch.teff;
+        let narrowed = narrow(st, branch.judged, branch.teff);
+        let ttl_window = |ttl: &Interval| {
+            let (lo, hi) = ttl.advance_bounds();
+            Window {
+                lo: a.plus(lo),
+                hi: b.plus(hi),
+            }
+        };
+        match (branch.effect, op) {
+            (Effect::Grant(epoch), KeyOp::Acquire { owner, ttl, .. }) => {
+                let w = ttl_window(ttl);
+                (
+                    Outcome::Acquired {
+                        epoch,
+                        expires_at: w,
+                    },
+                    KeyState::Held {
+                        owner: (*owner).clone(),
+                        epoch,
+                        expires: w,
+                    },
+                )
+            }
+            (Effect::Idempotent, _) => {
+                let (epoch, w) = match &narrowed {
+                    KeyState::Held { epoch, expires, .. } => (*epoch, *expires),
+                    other => (other.epoch(), Window::exact(a)),
+                };
+                (
+                    Outcome::Acquired {
+                        epoch,
+                        expires_at: w,
+                    },
+                    narrowed,
+                )
+            }
+            (Effect::Busy, _) => {
+                let out = if op.is_blocking() {
+                    Outcome::Timeout
+                } else {
+                    Outcome::Denied
+                };
+                (out, narrowed)
+            }
+            (Effect::Status(s), _) => {
+                let out = match s {
+                    Status::NotOwner => Outcome::NotOwner,
+                    Status::Lapsed => Outcome::Lapsed,
+                    Status::EpochMismatch | Status::Ok => Outcome::EpochMismatch,
+                };
+                (out, narrowed)
+            }
+            (Effect::Extend(epoch), KeyOp::Renew { owner, ttl, .. }) => {
+                let w = ttl_window(ttl);
+                (
+                    Outcome::Renewed { expires_at: w },
+                    KeyState::Held {
+                        owner: (*owner).clone(),
+                        epoch,
+                        expires: w,
+                    },
+                )
+            }
+            (Effect::Free(epoch), _) => (Outcome::Released, KeyState::Free { epoch }),
+            (Effect::Forget, _) => (Outcome::Released, KeyState::NeverLeased),
+            (Effect::NoRow, _) => (Outcome::Inspected(None), narrowed),
+            (Effect::FreeRow, _) => (
+                Outcome::Inspected(Some(Row {
+                    held: false,
+                    owner: None,
+                    epoch: narrowed.epoch(),
+                    expires_at: None,
+                })),
+                narrowed,
+            ),
+            (Effect::HeldRow, _) => {
+                let row = match &narrowed {
+                    KeyState::Held {
+                        owner,
+                        epoch,
+                        expires,
+                    } => Row {
+                        held: true,
+                        owner: Some(owner.clone()),
+                        epoch: *epoch,
+                        expires_at: Some(*expires),
+                    },
+                    other => Row {
+                        held: false,
+                        owner: None,
+                        epoch: other.epoch(),
+                        expires_at: None,
+                    },
+                };
+                (Outcome::Inspected(Some(row)), narrowed)
+            }
+            (Effect::ExpireNow, _) => match st {
+                KeyState::Held { owner, epoch, .. } => (
+                    Outcome::Injected,
+                    KeyState::Held {
+                        owner: owner.clone(),
+                        epoch: *epoch,
+                        expires: Window { lo: a, hi: b },
+                    },
+                ),
+                other => (Outcome::Injected, other.clone()),
+            },
+            // Grant/Extend only arise from acquire/renew; Nothing leaves the key alone.
+            (Effect::Grant(_) | Effect::Extend(_) | Effect::Nothing, _) => {
+                (Outcome::Injected, st.clone())
+            }
+        }
+    }
+
+    /// Writes `new` as the state of `key`, as the (possibly mutated) implementation would.
+    fn put<K: Name, O: Name>(
+        &self,
+        store: &mut Store<K, O>,
+        key: &K,
+        new: KeyState<O>,
+        effect: Effect,
+    ) {
+        if effect.writes() && self.is(Mutation::WriteIgnoresKey) {
+            let others: Vec<K> = store.rows.keys().filter(|k| *k != key).cloned().collect();
+            for k in others {
+                store.set(k, new.clone());
+            }
+        }
+        store.set(key.clone(), new);
+    }
+
+    /// `op` taking effect at server time `t`: its outcome and the new store. Deterministic.
+    /// A blocking acquire is judged at its last attempt (a held key gives [`Outcome::Timeout`]).
+    /// An expiry window that straddles `t` (never the case in the stateright model) is judged
+    /// lapsed.
+    pub fn step<K: Name, O: Name>(
+        &self,
+        store: &Store<K, O>,
+        op: &Op<K, O>,
+        t: Ts,
+    ) -> (Outcome<O>, Store<K, O>) {
+        let violations = op.violations();
+        if !violations.is_empty() {
+            return (
+                Outcome::InvalidInput,
+                self.invalid_effect(store, op, &violations, t),
+            );
+        }
+        let Some((key, kop)) = key_op(op) else {
+            return (Outcome::InvalidInput, store.clone());
+        };
+        let st = store.state(key);
+        let judged = match &st {
+            KeyState::Held { expires, .. } if expires.lo > t => Judged::Live,
+            KeyState::Held { .. } => Judged::Lapsed,
+            _ => Judged::NotHeld,
+        };
+        let branch = Branch {
+            judged,
+            teff: (t, t),
+            effect: self.decide(&st, &kop, judged),
+        };
+        let (expected, new) = self.realize(&st, &kop, &branch);
+        let mut next = store.clone();
+        self.put(&mut next, key, new, branch.effect);
+        (exact_outcome(expected), next)
+    }
+
+    /// The store after an invalid call (unchanged, except under
+    /// [`Mutation::InvalidInputWrites`]).
+    fn invalid_effect<K: Name, O: Name>(
+        &self,
+        store: &Store<K, O>,
+        op: &Op<K, O>,
+        violations: &[Violation],
+        t: Ts,
+    ) -> Store<K, O> {
+        if self.is(Mutation::InvalidInputWrites) && violations.iter().all(|v| v.is_interval()) {
+            if let Op::Acquire {
+                key: Some(key),
+                owner: Some(owner),
+                ttl,
+                ..
+            } = op
+            {
+                let forced = Op::acquire(key.clone(), owner.clone(), ttl.unwrap_or_default());
+                let inner = Spec::CORRECT;
+                if let Some((k, kop)) = key_op(&forced) {
+                    let st = store.state(k);
+                    let judged = match &st {
+                        KeyState::Held { expires, .. } if expires.lo > t => Judged::Live,
+                        KeyState::Held { .. } => Judged::Lapsed,
+                        _ => Judged::NotHeld,
+                    };
+                    let branch = Branch {
+                        judged,
+                        teff: (t, t),
+                        effect: inner.decide(&st, &kop, judged),
+                    };
+                    let (_, new) = inner.realize(&st, &kop, &branch);
+                    let mut next = store.clone();
+                    next.set(k.clone(), new);
+                    return next;
+                }
+            }
+        }
+        store.clone()
+    }
+
+    /// Every outcome `op` may have when it takes effect at some instant of `span`, each with
+    /// the resulting store. Reported times are windows. Empty only for a blocking acquire of
+    /// a held key whose span is shorter than its wait (no outcome is possible yet).
+    pub fn possible<K: Name, O: Name>(
+        &self,
+        store: &Store<K, O>,
+        op: &Op<K, O>,
+        span: Span,
+    ) -> Vec<(Expected<O>, Store<K, O>)> {
+        let violations = op.violations();
+        if !violations.is_empty() {
+            return vec![(
+                Outcome::InvalidInput,
+                self.invalid_effect(store, op, &violations, span.t0()),
+            )];
+        }
+        let Some((key, kop)) = key_op(op) else {
+            return vec![(Outcome::InvalidInput, store.clone())];
+        };
+        let st = store.state(key);
+        self.branches(&st, &kop, span)
+            .iter()
+            .map(|b| {
+                let (expected, new) = self.realize(&st, &kop, b);
+                let mut next = store.clone();
+                self.put(&mut next, key, new, b.effect);
+                (expected, next)
+            })
+            .collect()
+    }
+
+    /// Judges one observed outcome of `op`, which took effect at some instant of `span` on
+    /// `store`. Returns every store the observation is consistent with (never empty), or the
+    /// reason it is impossible. [`Outcome::Failed`] leaves the store unchanged;
+    /// [`Outcome::Unknown`] allows every possible effect and no effect.
+    pub fn check<K: Name, O: Name>(
+        &self,
+        store: &Store<K, O>,
+        op: &Op<K, O>,
+        span: Span,
+        observed: &Outcome<O>,
+    ) -> Result<Vec<Store<K, O>>, Mismatch> {
+        if *observed == Outcome::Failed {
+            return Ok(vec![store.clone()]);
+        }
+        let violations = op.violations();
+        if !violations.is_empty() {
+            let after = self.invalid_effect(store, op, &violations, span.t0());
+            return match observed {
+                Outcome::InvalidInput => Ok(vec![after]),
+                Outcome::Unknown => Ok(dedup(vec![after, store.clone()])),
+                other => Err(Mismatch {
+                    invariant: Invariant::FailClosed,
+                    detail: format!(
+                        "{op:?} violates {violations:?} and must raise 22023, observed {other:?}"
+                    ),
+                }),
+            };
+        }
+        if *observed == Outcome::InvalidInput {
+            return Err(Mismatch {
+                invariant: Invariant::FailClosed,
+                detail: format!("{op:?} is valid but was rejected as invalid input"),
+            });
+        }
+        let Some((key, kop)) = key_op(op) else {
+            return Err(Mismatch {
+                invariant: Invariant::FailClosed,
+                detail: format!("{op:?} names no key"),
+            });
+        };
+        let st = store.state(key);
+        let branches = self.branches(&st, &kop, span);
+        let mut out = Vec::new();
+        let mut expected = Vec::new();
+        for b in &branches {
+            let (exp, new) = self.realize(&st, &kop, b);
+            let fixed = if *observed == Outcome::Unknown {
+                Some(new)
+            } else {
+                settle(&kop, b, &exp, new, observed)
+            };
+            if let Some(new) = fixed {
+                let mut next = store.clone();
+                self.put(&mut next, key, new, b.effect);
+                out.push(next);
+            }
+            expected.push(exp);
+        }
+        if *observed == Outcome::Unknown {
+            out.push(store.clone());
+        }
+        if out.is_empty() {
+            let early_timeout = match &kop {
+                KeyOp::Acquire { wait, .. } if *observed == Outcome::Timeout => {
+                    span.t1().0.saturating_sub(span.t0().0) < wait.advance_bounds().0
+                }
+                _ => false,
+            };
+            let invariant = if early_timeout {
+                Invariant::PrecedenceAndIsolation
+            } else {
+                classify(op, &branches, observed)
+            };
+            return Err(Mismatch {
+                invariant,
+                detail: format!(
+                    "{op:?} in {span} on {st:?}: observed {observed:?}, spec allows {expected:?}"
+                ),
+            });
+        }
+        Ok(dedup(out))
+    }
+
+    /// The committed store after a crash (unchanged: the table is WAL-logged).
+    pub fn crash<K: Name, O: Name>(&self, store: &Store<K, O>) -> Store<K, O> {
+        if self.is(Mutation::CrashLosesCommitted) {
+            Store::new()
+        } else {
+            store.clone()
+        }
+    }
+
+    /// The committed store when the server comes back after being down for `down`
+    /// (`[went down, came back]`): unchanged, since server time kept running.
+    pub fn restart<K: Name, O: Name>(&self, store: &Store<K, O>, down: Span) -> Store<K, O> {
+        if !self.is(Mutation::DowntimeExtendsLease) {
+            return store.clone();
+        }
+        let shift = down.t1().0.saturating_sub(down.t0().0);
+        let mut next = store.clone();
+        for st in next.rows.values_mut() {
+            if let KeyState::Held { expires, .. } = st {
+                *expires = expires.shifted(shift);
+            }
+        }
+        next
+    }
+
+    /// The committed store after a transaction with `writes` (from [`Store::diff`]) commits.
+    pub fn commit<K: Name, O: Name>(
+        &self,
+        committed: &Store<K, O>,
+        writes: &[(K, KeyState<O>)],
+    ) -> Store<K, O> {
+        let mut next = committed.clone();
+        next.apply(writes);
+        next
+    }
+
+    /// The committed store after a transaction with `writes` aborts (unchanged).
+    pub fn abort<K: Name, O: Name>(
+        &self,
+        committed: &Store<K, O>,
+        writes: &[(K, KeyState<O>)],
+    ) -> Store<K, O> {
+        if self.is(Mutation::AbortKeepsEffects) {
+            self.commit(committed, writes)
+        } else {
+            committed.clone()
+        }
+    }
+}
+
+/// The key and validated per-key form of a valid op.
+fn key_op<K: Name, O: Name>(op: &Op<K, O>) -> Option<(&K, KeyOp<'_, O>)> {
+    match op {
+        Op::Acquire {
+            key: Some(key),
+            owner: Some(owner),
+            ttl: Some(ttl),
+            wait: Some(wait),
+        } => Some((
+            key,
+            KeyOp::Acquire {
+                owner,
+                ttl: *ttl,
+                wait: *wait,
+            },
+        )),
+        Op::Renew {
+            key: Some(key),
+            owner: Some(owner),
+            epoch: Some(epoch),
+            ttl: Some(ttl),
+        } => Some((
+            key,
+            KeyOp::Renew {
+                owner,
+                epoch: *epoch,
+                ttl: *ttl,
+            },
+        )),
+        Op::Release {
+            key: Some(key),
+            owner: Some(owner),
+            epoch: Some(epoch),
+        } => Some((
+            key,
+            KeyOp::Release {
+                owner,
+                epoch: *epoch,
+            },
+        )),
+        Op::Inspect { key: Some(key) } => Some((key, KeyOp::Inspect)),
+        Op::Expire { key } => Some((key, KeyOp::Expire)),
+        _ => None,
+    }
+}
+
+/// `st` with its expiry window narrowed to what `judged` at an instant of `teff` implies.
+fn narrow<O: Clone>(st: &KeyState<O>, judged: Judged, teff: (Ts, Ts)) -> KeyState<O> {
+    match (st, judged) {
+        (
+            KeyState::Held {
+                owner,
+                epoch,
+                expires,
+            },
+            Judged::Live | Judged::Lapsed,
+        ) => {
+            let mut w = *expires;
+            if judged == Judged::Live {
+                // expires_at > t >= teff.0
+                w.lo = w.lo.max(teff.0.plus(1));
+            } else {
+                // expires_at <= t <= teff.1
+                w.hi = w.hi.min(teff.1);
+            }
+            KeyState::Held {
+                owner: owner.clone(),
+                epoch: *epoch,
+                expires: w,
+            }
+        }
+        _ => st.clone(),
+    }
+}
+
+/// The new key state when `observed` matches the branch's prediction `exp`, with reported
+/// times fixing what was only known as a window; `None` when it does not match.
+fn settle<O: Name>(
+    kop: &KeyOp<'_, O>,
+    branch: &Branch,
+    exp: &Expected<O>,
+    new: KeyState<O>,
+    observed: &Outcome<O>,
+) -> Option<KeyState<O>> {
+    match (exp, observed) {
+        (
+            Outcome::Acquired {
+                epoch: e,
+                expires_at: w,
+            },
+            Outcome::Acquired {
+                epoch: oe,
+                expires_at: r,
+            },
+        ) => {
+            if e != oe {
+                return None;
+            }
+            if let Effect::Grant(_) = branch.effect {
+                let KeyOp::Acquire { ttl, .. } = kop else {
+                    return None;
+                };
+                fixes_time(branch.teff, ttl, *r)?;
+            } else if !w.contains(*r) {
+                return None;
+            }
+            Some(with_expiry(new, *r))
+        }
+        (Outcome::Renewed { .. }, Outcome::Renewed { expires_at: r }) => {
+            let KeyOp::Renew { ttl, .. } = kop else {
+                return None;
+            };
+            fixes_time(branch.teff, ttl, *r)?;
+            Some(with_expiry(new, *r))
+        }
+        (Outcome::Inspected(Some(er)), Outcome::Inspected(Some(or))) => {
+            if er.held != or.held || er.owner != or.owner || er.epoch != or.epoch {
+                return None;
+            }
+            match (&er.expires_at, &or.expires_at) {
+                (None, None) => Some(new),
+                (Some(w), Some(r)) if w.contains(*r) => Some(with_expiry(new, *r)),
+                _ => None,
+            }
+        }
+        (Outcome::Inspected(None), Outcome::Inspected(None))
+        | (Outcome::Denied, Outcome::Denied)
+        | (Outcome::Timeout, Outcome::Timeout)
+        | (Outcome::Released, Outcome::Released)
+        | (Outcome::NotOwner, Outcome::NotOwner)
+        | (Outcome::Lapsed, Outcome::Lapsed)
+        | (Outcome::EpochMismatch, Outcome::EpochMismatch)
+        | (Outcome::Injected, Outcome::Injected) => Some(new),
+        _ => None,
+    }
+}
+
+/// Some effective time in `teff` gives `reported = t + ttl`.
+fn fixes_time(teff: (Ts, Ts), ttl: &Interval, reported: Ts) -> Option<()> {
+    let (lo, hi) = implied_time(ttl, reported);
+    (teff.0.max(lo) <= teff.1.min(hi)).then_some(())
+}
+
+fn with_expiry<O>(st: KeyState<O>, t: Ts) -> KeyState<O> {
+    match st {
+        KeyState::Held { owner, epoch, .. } => KeyState::Held {
+            owner,
+            epoch,
+            expires: Window::exact(t),
+        },
+        other => other,
+    }
+}
+
+/// A predicted outcome as an observation (the low end of each window).
+fn exact_outcome<O>(e: Expected<O>) -> Outcome<O> {
+    match e {
+        Outcome::Acquired { epoch, expires_at } => Outcome::Acquired {
+            epoch,
+            expires_at: expires_at.lo,
+        },
+        Outcome::Renewed { expires_at } => Outcome::Renewed {
+            expires_at: expires_at.lo,
+        },
+        Outcome::Inspected(row) => Outcome::Inspected(row.map(|r| Row {
+            held: r.held,
+            owner: r.owner,
+            epoch: r.epoch,
+            expires_at: r.expires_at.map(|w| w.lo),
+        })),
+        Outcome::Denied => Outcome::Denied,
+        Outcome::Timeout => Outcome::Timeout,
+        Outcome::Released => Outcome::Released,
+        Outcome::NotOwner => Outcome::NotOwner,
+        Outcome::Lapsed => Outcome::Lapsed,
+        Outcome::EpochMismatch => Outcome::EpochMismatch,
+        Outcome::InvalidInput => Outcome::InvalidInput,
+        Outcome::Injected => Outcome::Injected,
+        Outcome::Failed => Outcome::Failed,
+        Outcome::Unknown => Outcome::Unknown,
+    }
+}
+
+fn dedup<T: PartialEq>(v: Vec<T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::with_capacity(v.len());
+    for x in v {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    out
+}
+
+/// The effective times a reported `expires_at` implies for an op with this `ttl`.
+fn implied_time(ttl: &Interval, reported: Ts) -> (Ts, Ts) {
+    let (lo, hi) = ttl.advance_bounds();
+    (
+        Ts(reported.0.saturating_sub(hi)),
+        Ts(reported.0.saturating_sub(lo)),
+    )
+}
+
+/// The invariant an impossible observation most directly contradicts.
+fn classify<K, O>(op: &Op<K, O>, branches: &[Branch], observed: &Outcome<O>) -> Invariant {
+    let any = |f: &dyn Fn(&Effect) -> bool| branches.iter().any(|b| f(&b.effect));
+    // The branch whose effective times overlap the time a reported expiry implies.
+    let at_reported = |ttl: &Option<Interval>, r: Ts| -> Option<Effect> {
+        let (lo, hi) = implied_time(ttl.as_ref()?, r);
+        branches
+            .iter()
+            .find(|b| b.teff.0 <= hi && lo <= b.teff.1)
+            .map(|b| b.effect)
+    };
+    match op {
+        Op::Inspect { .. } => Invariant::InspectConsistent,
+        Op::Expire { .. } => Invariant::PrecedenceAndIsolation,
+        Op::Acquire { ttl, .. } => match observed {
+            Outcome::Acquired { epoch, expires_at } => {
+                if any(&|e| *e == Effect::Idempotent) {
+                    return Invariant::ReacquireIdempotent;
+                }
+                match at_reported(ttl, *expires_at) {
+                    Some(Effect::Busy) => Invariant::MutualExclusion,
+                    Some(_) => Invariant::GrantEpochFresh,
+                    None if branches.iter().all(|b| b.effect == Effect::Busy) => {
+                        Invariant::MutualExclusion
+                    }
+                    None if !any(&|e| *e == Effect::Grant(*epoch)) => Invariant::GrantEpochFresh,
+                    None => Invariant::DurabilityAndTimeAuthority,
+                }
+            }
+            Outcome::Denied | Outcome::Timeout => {
+                if any(&|e| *e == Effect::Busy) {
+                    Invariant::PrecedenceAndIsolation
+                } else {
+                    Invariant::LapseIsFinal
+                }
+            }
+            _ => Invariant::PrecedenceAndIsolation,
+        },
+        Op::Renew { ttl, .. } => match observed {
+            Outcome::Renewed { expires_at } => match at_reported(ttl, *expires_at) {
+                Some(Effect::Status(Status::Lapsed)) => Invariant::LapseIsFinal,
+                Some(Effect::Status(_)) => Invariant::PrecedenceAndIsolation,
+                Some(_) => Invariant::RenewKeepsEpoch,
+                None if any(&|e| matches!(e, Effect::Extend(_))) => {
+                    Invariant::DurabilityAndTimeAuthority
+                }
+                None if any(&|e| *e == Effect::Status(Status::Lapsed)) => Invariant::LapseIsFinal,
+                None => Invariant::PrecedenceAndIsolation,
+            },
+            Outcome::Lapsed
+                if !any(&|e| *e == Effect::Status(Status::Lapsed))
+                    && any(&|e| matches!(e, Effect::Extend(_))) =>
+            {
+                Invariant::DurabilityAndTimeAuthority
+            }
+            _ => Invariant::PrecedenceAndIsolation,
+        },
+        Op::Release { .. } => match observed {
+            Outcome::Released if any(&|e| *e == Effect::Status(Status::Lapsed)) => {
+                Invariant::LapseIsFinal
+            }
+            Outcome::Lapsed
+                if !any(&|e| *e == Effect::Status(Status::Lapsed))
+                    && any(&|e| matches!(e, Effect::Free(_))) =>
+            {
+                Invariant::DurabilityAndTimeAuthority
+            }
+            _ => Invariant::PrecedenceAndIsolation,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests;
