@@ -84,7 +84,8 @@ pub enum PgError {
     AlreadyRunning,
     #[error(
         "cannot install pg_lease into {dir}: {source}; run as a user who can write there \
-         (root), or install it with `make -C extension install PG_CONFIG=...`"
+         (root), or use a fetched build whose files you own (`leasecheck fetch-pg <major>`, \
+         then LEASECHECK_PG<major>_BIN=<its bin dir>)"
     )]
     ExtensionInstall {
         dir: PathBuf,
