@@ -478,6 +478,18 @@ enum Judged {
     Lapsed,
 }
 
+impl Judged {
+    /// The judgement at a known instant `t`: live only when the stored expiry
+    /// is certainly after `t`.
+    fn at<O>(st: &KeyState<O>, t: Ts) -> Judged {
+        match st {
+            KeyState::Held { expires, .. } if expires.lo > t => Judged::Live,
+            KeyState::Held { .. } => Judged::Lapsed,
+            _ => Judged::NotHeld,
+        }
+    }
+}
+
 /// A validated per-key operation.
 enum KeyOp<'a, O> {
     Acquire {
@@ -861,11 +873,7 @@ impl Spec {
             return (Outcome::InvalidInput, store.clone());
         };
         let st = store.state(key);
-        let judged = match &st {
-            KeyState::Held { expires, .. } if expires.lo > t => Judged::Live,
-            KeyState::Held { .. } => Judged::Lapsed,
-            _ => Judged::NotHeld,
-        };
+        let judged = Judged::at(&st, t);
         let branch = Branch {
             judged,
             teff: (t, t),
@@ -898,11 +906,7 @@ impl Spec {
                 let inner = Spec::CORRECT;
                 if let Some((k, kop)) = key_op(&forced) {
                     let st = store.state(k);
-                    let judged = match &st {
-                        KeyState::Held { expires, .. } if expires.lo > t => Judged::Live,
-                        KeyState::Held { .. } => Judged::Lapsed,
-                        _ => Judged::NotHeld,
-                    };
+                    let judged = Judged::at(&st, t);
                     let branch = Branch {
                         judged,
                         teff: (t, t),
