@@ -233,10 +233,8 @@ pub async fn renew<C: GenericClient>(
         .await
         .map_err(classify)?;
     let row = one_row(rows, "lease.renew")?;
-    let status: String = get(&row, 0)?;
+    let status = status_of(&row)?;
     let expires_at: Option<DateTime<Utc>> = get(&row, 1)?;
-    let status = Status::parse(&status)
-        .ok_or_else(|| LeaseError::Unexpected(format!("status {status:?}")))?;
     if (status == Status::Ok) != expires_at.is_some() {
         return Err(LeaseError::Unexpected(format!(
             "lease.renew returned {status:?} with expires_at {expires_at:?}"
@@ -257,7 +255,12 @@ pub async fn release<C: GenericClient>(
         .await
         .map_err(classify)?;
     let row = one_row(rows, "lease.release")?;
-    let status: String = get(&row, 0)?;
+    status_of(&row)
+}
+
+/// The status column (the first) of a renew or release row.
+fn status_of(row: &tokio_postgres::Row) -> Result<Status, LeaseError> {
+    let status: String = get(row, 0)?;
     Status::parse(&status).ok_or_else(|| LeaseError::Unexpected(format!("status {status:?}")))
 }
 

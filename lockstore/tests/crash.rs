@@ -4,10 +4,11 @@
 //! of the whole server. Both are contention for the store, never a lost
 //! lock, and the committed grant survives recovery.
 
+mod common;
+
+use common::{contention, wait_closed};
 use harness::pg::{test_majors, Cluster, PgInstall};
-use lockstore::{
-    install_schema, ContentionReason, LockStore, PostgresLockStore, StoreError, StoreOptions,
-};
+use lockstore::{install_schema, ContentionReason, LockStore, PostgresLockStore, StoreOptions};
 use std::time::{Duration, Instant};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Config;
@@ -32,26 +33,6 @@ async fn reconnect(cluster: &Cluster) -> tokio_postgres::Client {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
-    }
-}
-
-fn reason(major: u32, what: &str, err: &StoreError) -> ContentionReason {
-    eprintln!("PG {major}: {what}: {err:?}");
-    assert!(
-        !matches!(err, StoreError::LockLost { .. }),
-        "PG {major}: {what}: a crash became a lost lock"
-    );
-    match err {
-        StoreError::Contention(c) => c.reason.clone(),
-        other => panic!("PG {major}: {what}: expected contention, got {other:?}"),
-    }
-}
-
-async fn wait_closed(store: &PostgresLockStore) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !store.is_closed() {
-        assert!(Instant::now() < deadline, "the connection never closed");
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
@@ -117,7 +98,7 @@ async fn server_crashes_are_contention_and_the_grant_survives() {
             assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
         });
         let err = renewed.unwrap_err();
-        let busy_reason = reason(major, "backend crash, mid-statement (RENEW)", &err);
+        let busy_reason = contention(major, "backend crash, mid-statement (RENEW)", &err);
         assert!(
             busy_reason == ContentionReason::SessionTerminated(SqlState::CRASH_SHUTDOWN)
                 || busy_reason == ContentionReason::ConnectionClosed,
@@ -126,7 +107,7 @@ async fn server_crashes_are_contention_and_the_grant_survives() {
         wait_closed(&idle).await;
         let err = idle.extend("k", token, MINUTE).await.unwrap_err();
         assert_eq!(
-            reason(major, "backend crash, idle (RENEW)", &err),
+            contention(major, "backend crash, idle (RENEW)", &err),
             ContentionReason::ConnectionClosed
         );
         eprintln!(
@@ -154,7 +135,7 @@ async fn server_crashes_are_contention_and_the_grant_survives() {
         cluster.crash().unwrap();
         let err = store.extend("k", token, MINUTE).await.unwrap_err();
         assert_eq!(
-            reason(major, "server crash (RENEW)", &err),
+            contention(major, "server crash (RENEW)", &err),
             ContentionReason::ConnectionClosed
         );
         eprintln!(
@@ -166,7 +147,7 @@ async fn server_crashes_are_contention_and_the_grant_survives() {
             .await
             .unwrap_err();
         assert_eq!(
-            reason(major, "server down (connect)", &err),
+            contention(major, "server down (connect)", &err),
             ContentionReason::ConnectionIo
         );
         cluster.resume().unwrap();

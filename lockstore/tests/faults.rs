@@ -18,8 +18,6 @@ use std::time::{Duration, Instant};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
-const MINUTE: Duration = Duration::from_secs(60);
-
 fn observed(major: u32, what: &str, err: &dyn std::fmt::Debug) {
     eprintln!("PG {major}: {what}: {err:?}");
 }
@@ -36,15 +34,6 @@ fn raw(major: u32, what: &str, err: tokio_postgres::Error) -> (Fault, StoreError
         other => panic!("PG {major}: {what}: verdict and translation disagree: {other:?}"),
     }
     (fault, translated)
-}
-
-async fn grant(store: &PostgresLockStore, key: &str) -> i64 {
-    store
-        .try_insert(key, OWNER, SESSION, MINUTE)
-        .await
-        .unwrap()
-        .unwrap()
-        .fencing_token
 }
 
 /// Opens a transaction on a new connection that holds the row lock of `key`.
@@ -431,14 +420,6 @@ async fn idle_session_timeout_is_contention() {
         assert!(end.contains("57P05"), "{end}");
     })
     .await;
-}
-
-async fn wait_closed(store: &PostgresLockStore) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !store.is_closed() {
-        assert!(Instant::now() < deadline, "the connection never closed");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// lock_timeout (55P03), not in the task's table: contention, like 57014.

@@ -10,18 +10,12 @@ use lockstore::named::Named;
 use lockstore::{sql, LockStore, PostgresLockStore, StoreError};
 use std::time::Duration;
 
-const MINUTE: Duration = Duration::from_secs(60);
-
 /// Renew of a live lock extends its expiry and keeps its token.
 #[tokio::test]
 async fn renew_of_a_live_lock_extends_expiry_and_keeps_the_token() {
     each_major("renew_live", |db| async move {
         let store = db.store().await;
-        let granted = store
-            .try_insert("k", OWNER, SESSION, MINUTE)
-            .await
-            .unwrap()
-            .expect("granted");
+        let granted = grant_as(&store, "k", OWNER, SESSION, MINUTE).await;
         let before = db.row("k").await.unwrap();
         let renewed = store
             .extend("k", granted.fencing_token, 10 * MINUTE)
@@ -58,11 +52,7 @@ async fn renew_of_a_live_lock_extends_expiry_and_keeps_the_token() {
 async fn renew_with_the_wrong_token_is_empty() {
     each_major("renew_wrong", |db| async move {
         let store = db.store().await;
-        let granted = store
-            .try_insert("k", OWNER, SESSION, MINUTE)
-            .await
-            .unwrap()
-            .unwrap();
+        let granted = grant_as(&store, "k", OWNER, SESSION, MINUTE).await;
         let before = db.row("k").await.unwrap();
         for wrong in [
             granted.fencing_token + 1,
@@ -100,11 +90,7 @@ async fn renew_after_the_lease_lapsed_is_empty_with_no_other_holder() {
     each_major("renew_lapsed", |db| async move {
         let store = db.store().await;
         for (key, ago) in [("ms", Duration::from_millis(1)), ("hour", 60 * MINUTE)] {
-            let granted = store
-                .try_insert(key, OWNER, SESSION, MINUTE)
-                .await
-                .unwrap()
-                .unwrap();
+            let granted = grant_as(&store, key, OWNER, SESSION, MINUTE).await;
             db.lapse(key, ago).await;
             let lapsed = db.row(key).await.unwrap();
             assert_eq!(
@@ -124,11 +110,7 @@ async fn renew_after_the_lease_lapsed_is_empty_with_no_other_holder() {
             assert!(info.is_lapsed());
         }
         // Real time: a 300 ms lease, 600 ms of sleep.
-        let granted = store
-            .try_insert("short", OWNER, SESSION, Duration::from_millis(300))
-            .await
-            .unwrap()
-            .unwrap();
+        let granted = grant_as(&store, "short", OWNER, SESSION, Duration::from_millis(300)).await;
         tokio::time::sleep(Duration::from_millis(600)).await;
         assert_eq!(
             store
@@ -152,11 +134,7 @@ async fn renew_after_the_lease_lapsed_is_empty_with_no_other_holder() {
 async fn renew_after_takeover_is_empty() {
     each_major("renew_takeover", |db| async move {
         let store = db.store().await;
-        let old = store
-            .try_insert("k", OWNER, SESSION, MINUTE)
-            .await
-            .unwrap()
-            .unwrap();
+        let old = grant_as(&store, "k", OWNER, SESSION, MINUTE).await;
         // Live: no takeover.
         assert_eq!(
             store
@@ -192,11 +170,7 @@ async fn renew_after_takeover_is_empty() {
         assert_eq!(renewed.fencing_token, new.fencing_token);
         // A takeover by the same owner and session still mints a new token.
         db.lapse("k", Duration::from_millis(1)).await;
-        let again = store
-            .try_insert("k", OTHER_OWNER, OTHER_SESSION, MINUTE)
-            .await
-            .unwrap()
-            .unwrap();
+        let again = grant_as(&store, "k", OTHER_OWNER, OTHER_SESSION, MINUTE).await;
         assert!(again.fencing_token > new.fencing_token);
         assert_eq!(
             store.extend("k", new.fencing_token, MINUTE).await.unwrap(),
@@ -211,11 +185,7 @@ async fn renew_after_takeover_is_empty() {
 async fn release_with_the_matching_pair_deletes() {
     each_major("release_match", |db| async move {
         let store = db.store().await;
-        let granted = store
-            .try_insert("k", OWNER, SESSION, MINUTE)
-            .await
-            .unwrap()
-            .unwrap();
+        let granted = grant_as(&store, "k", OWNER, SESSION, MINUTE).await;
         assert!(store
             .delete_if_owner("k", granted.fencing_token)
             .await
@@ -228,11 +198,7 @@ async fn release_with_the_matching_pair_deletes() {
             .await
             .unwrap());
         // The key is free at once, under a new token.
-        let next = store
-            .try_insert("k", OTHER_OWNER, OTHER_SESSION, MINUTE)
-            .await
-            .unwrap()
-            .unwrap();
+        let next = grant_as(&store, "k", OTHER_OWNER, OTHER_SESSION, MINUTE).await;
         assert!(next.fencing_token > granted.fencing_token);
     })
     .await;
@@ -244,17 +210,9 @@ async fn release_with_the_matching_pair_deletes() {
 async fn release_with_a_stale_token_is_false_and_the_holder_is_untouched() {
     each_major("release_stale", |db| async move {
         let store = db.store().await;
-        let old = store
-            .try_insert("k", OWNER, SESSION, MINUTE)
-            .await
-            .unwrap()
-            .unwrap();
+        let old = grant_as(&store, "k", OWNER, SESSION, MINUTE).await;
         db.lapse("k", Duration::from_millis(1)).await;
-        let holder = store
-            .try_insert("k", OTHER_OWNER, OTHER_SESSION, MINUTE)
-            .await
-            .unwrap()
-            .unwrap();
+        let holder = grant_as(&store, "k", OTHER_OWNER, OTHER_SESSION, MINUTE).await;
         let before = db.row("k").await.unwrap();
         assert!(
             !store.delete_if_owner("k", old.fencing_token).await.unwrap(),
@@ -296,11 +254,7 @@ async fn release_of_an_unknown_key_is_false() {
 async fn release_of_our_own_lapsed_lease_deletes() {
     each_major("release_lapsed", |db| async move {
         let store = db.store().await;
-        let granted = store
-            .try_insert("k", OWNER, SESSION, MINUTE)
-            .await
-            .unwrap()
-            .unwrap();
+        let granted = grant_as(&store, "k", OWNER, SESSION, MINUTE).await;
         db.lapse("k", Duration::from_millis(1)).await;
         assert!(store
             .delete_if_owner("k", granted.fencing_token)
@@ -318,11 +272,7 @@ async fn read_of_held_unknown_and_lapsed_keys() {
     each_major("read", |db| async move {
         let store = db.store().await;
         assert_eq!(store.read("unknown").await.unwrap(), None);
-        let granted = store
-            .try_insert("k", OWNER, SESSION, MINUTE)
-            .await
-            .unwrap()
-            .unwrap();
+        let granted = grant_as(&store, "k", OWNER, SESSION, MINUTE).await;
         let info = store.read("k").await.unwrap().unwrap();
         assert_eq!(info.key, "k");
         assert_eq!(info.fencing_token, granted.fencing_token);
@@ -359,11 +309,7 @@ async fn read_of_held_unknown_and_lapsed_keys() {
 async fn acquire_of_a_live_key_is_empty_and_tokens_come_from_one_sequence() {
     each_major("acquire", |db| async move {
         let store = db.store().await;
-        let a = store
-            .try_insert("a", OWNER, SESSION, MINUTE)
-            .await
-            .unwrap()
-            .unwrap();
+        let a = grant_as(&store, "a", OWNER, SESSION, MINUTE).await;
         assert_eq!(a.key, "a");
         let before = db.row("a").await.unwrap();
         assert_eq!(
@@ -381,11 +327,7 @@ async fn acquire_of_a_live_key_is_empty_and_tokens_come_from_one_sequence() {
         // Tokens rise across keys: one sequence for all.
         let mut last = a.fencing_token;
         for key in ["b", "c", "d"] {
-            let h = store
-                .try_insert(key, OTHER_OWNER, OTHER_SESSION, MINUTE)
-                .await
-                .unwrap()
-                .unwrap();
+            let h = grant_as(&store, key, OTHER_OWNER, OTHER_SESSION, MINUTE).await;
             assert!(h.fencing_token > last, "PG {}: {key}", db.major);
             last = h.fencing_token;
         }

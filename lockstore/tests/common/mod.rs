@@ -14,6 +14,7 @@ pub const SESSION: &str = "session-a";
 pub const OWNER: &str = "owner-a";
 pub const OTHER_SESSION: &str = "session-b";
 pub const OTHER_OWNER: &str = "owner-b";
+pub const MINUTE: Duration = Duration::from_secs(60);
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
@@ -246,5 +247,37 @@ pub fn programming(major: u32, what: &str, err: &StoreError, code: &str) {
             );
         }
         other => panic!("PG {major}: {what}: expected a programming error {code}, got {other:?}"),
+    }
+}
+
+/// `try_insert` that must grant.
+pub async fn grant_as(
+    store: &PostgresLockStore,
+    key: &str,
+    owner: &str,
+    session: &str,
+    ttl: Duration,
+) -> lockstore::LockHandle {
+    use lockstore::LockStore;
+    store
+        .try_insert(key, owner, session, ttl)
+        .await
+        .unwrap()
+        .expect("granted")
+}
+
+/// A one-minute grant of `key` to `OWNER`; its fencing token.
+pub async fn grant(store: &PostgresLockStore, key: &str) -> i64 {
+    grant_as(store, key, OWNER, SESSION, MINUTE)
+        .await
+        .fencing_token
+}
+
+/// Waits until the store has noticed that its connection is gone.
+pub async fn wait_closed(store: &PostgresLockStore) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !store.is_closed() {
+        assert!(Instant::now() < deadline, "the connection never closed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
