@@ -3,13 +3,19 @@
 //!
 //! - [`spec`]: the sequential spec ([`Spec::step`] at an instant, [`Spec::possible`] and
 //!   [`Spec::check`] over an observed server-time [`Span`] with three-valued expiry).
-//! - [`history`]: [`Event`]s as a client records them and [`check_sequential`].
+//! - [`history`]: history format v2 ([`History`]: ops, transactions, nemesis events) and its
+//!   JSON Lines encoding.
+//! - [`fate`]: the one error-fate table (SQLSTATE or driver condition -> ok / failed / unknown).
+//! - [`checker`]: the linearizability checker over the one spec (per key, memoised
+//!   Wing-Gong/Lowe search, linear pre-checks, three-valued verdict).
 //! - [`lease_model`]: the stateright [`LeaseModel`] (clients, keys, clock, faults, crashes,
 //!   transactions, a fenced resource) with the invariants as properties.
 //! - [`check`]: runs the model checker and reports ([`check::run`]).
 //! - [`mutation`]: the negative controls; [`invariant`]: the 11 invariants.
 
 pub mod check;
+pub mod checker;
+pub mod fate;
 pub mod history;
 pub mod invariant;
 pub mod lease_model;
@@ -18,12 +24,16 @@ pub mod spec;
 pub mod time;
 
 pub use check::{Config, ConfigError, PropertyResult, Report, RunOptions, Strategy};
-pub use history::{check_sequential, ClientId, Commit, Event, History, HistoryError};
+pub use checker::{Budget, CheckOptions, Verdict};
+pub use history::{
+    History, Isolation, Nanos, NemesisEffect, NemesisRecord, OpId, OpRecord, OpResult, ProcessId,
+    TxnEnd, TxnId, TxnRecord,
+};
 pub use invariant::Invariant;
 pub use lease_model::LeaseModel;
 pub use mutation::Mutation;
 pub use spec::{
-    Epoch, Expected, KeyState, Mismatch, Name, Op, Outcome, Row, Spec, Store, Violation,
+    Epoch, Expected, Judgement, KeyState, Mismatch, Name, Op, Outcome, Row, Spec, Store, Violation,
     MAX_NAME_BYTES,
 };
 pub use time::{Interval, Span, SpanError, Ts, Window};

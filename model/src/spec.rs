@@ -455,6 +455,18 @@ pub struct Mismatch {
     pub detail: String,
 }
 
+/// One way an observed outcome is consistent with the spec ([`Spec::judge`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Judgement<K: Ord, O> {
+    /// The store after the operation.
+    pub store: Store<K, O>,
+    /// The operation wrote (a grant, renew, release, or an injected lapse): it needs the
+    /// key's row lock, and its effective instant orders it among the key's writes.
+    pub writes: bool,
+    /// The earliest server instant the operation can have taken effect at.
+    pub at: Ts,
+}
+
 /// The lease semantics, possibly mutated.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Spec {
@@ -964,33 +976,73 @@ impl Spec {
         span: Span,
         observed: &Outcome<O>,
     ) -> Result<Vec<Store<K, O>>, Mismatch> {
+        let judged = self.judge(store, op, span, observed)?;
+        Ok(dedup(judged.into_iter().map(|j| j.store).collect()))
+    }
+
+    /// Like [`Spec::check`], with each consistent store's [`Judgement`]: whether the op
+    /// wrote, and the earliest server instant it can have taken effect at (reported times
+    /// narrow the span: a grant reporting `expires_at` took effect at `expires_at - ttl`).
+    pub fn judge<K: Name, O: Name>(
+        &self,
+        store: &Store<K, O>,
+        op: &Op<K, O>,
+        span: Span,
+        observed: &Outcome<O>,
+    ) -> Result<Vec<Judgement<K, O>>, Mismatch> {
+        self.judge_with(store, op, span, observed, true)
+    }
+
+    /// [`Spec::judge`]; without `detail`, a mismatch names its invariant but its detail text
+    /// is left empty (building it costs more than judging).
+    pub fn judge_with<K: Name, O: Name>(
+        &self,
+        store: &Store<K, O>,
+        op: &Op<K, O>,
+        span: Span,
+        observed: &Outcome<O>,
+        detail: bool,
+    ) -> Result<Vec<Judgement<K, O>>, Mismatch> {
+        let text = |f: &dyn Fn() -> String| if detail { f() } else { String::new() };
+        let unchanged = || Judgement {
+            store: store.clone(),
+            writes: false,
+            at: span.t0(),
+        };
         if *observed == Outcome::Failed {
-            return Ok(vec![store.clone()]);
+            return Ok(vec![unchanged()]);
         }
         let violations = op.violations();
         if !violations.is_empty() {
             let after = self.invalid_effect(store, op, &violations, span.t0());
+            let wrote = Judgement {
+                writes: after != *store,
+                store: after,
+                at: span.t0(),
+            };
             return match observed {
-                Outcome::InvalidInput => Ok(vec![after]),
-                Outcome::Unknown => Ok(dedup(vec![after, store.clone()])),
+                Outcome::InvalidInput => Ok(vec![wrote]),
+                Outcome::Unknown => Ok(dedup(vec![wrote, unchanged()])),
                 other => Err(Mismatch {
                     invariant: Invariant::FailClosed,
-                    detail: format!(
-                        "{op:?} violates {violations:?} and must raise 22023, observed {other:?}"
-                    ),
+                    detail: text(&|| {
+                        format!(
+                            "{op:?} violates {violations:?} and must raise 22023, observed {other:?}"
+                        )
+                    }),
                 }),
             };
         }
         if *observed == Outcome::InvalidInput {
             return Err(Mismatch {
                 invariant: Invariant::FailClosed,
-                detail: format!("{op:?} is valid but was rejected as invalid input"),
+                detail: text(&|| format!("{op:?} is valid but was rejected as invalid input")),
             });
         }
         let Some((key, kop)) = key_op(op) else {
             return Err(Mismatch {
                 invariant: Invariant::FailClosed,
-                detail: format!("{op:?} names no key"),
+                detail: text(&|| format!("{op:?} names no key")),
             });
         };
         let st = store.state(key);
@@ -1000,19 +1052,23 @@ impl Spec {
         for b in &branches {
             let (exp, new) = self.realize(&st, &kop, b);
             let fixed = if *observed == Outcome::Unknown {
-                Some(new)
+                Some((new, b.teff.0))
             } else {
                 settle(&kop, b, &exp, new, observed)
             };
-            if let Some(new) = fixed {
+            if let Some((new, at)) = fixed {
                 let mut next = store.clone();
                 self.put(&mut next, key, new, b.effect);
-                out.push(next);
+                out.push(Judgement {
+                    store: next,
+                    writes: b.effect.writes() || b.effect == Effect::ExpireNow,
+                    at,
+                });
             }
             expected.push(exp);
         }
         if *observed == Outcome::Unknown {
-            out.push(store.clone());
+            out.push(unchanged());
         }
         if out.is_empty() {
             let early_timeout = match &kop {
@@ -1028,9 +1084,11 @@ impl Spec {
             };
             return Err(Mismatch {
                 invariant,
-                detail: format!(
-                    "{op:?} in {span} on {st:?}: observed {observed:?}, spec allows {expected:?}"
-                ),
+                detail: text(&|| {
+                    format!(
+                        "{op:?} in {span} on {st:?}: observed {observed:?}, spec allows {expected:?}"
+                    )
+                }),
             });
         }
         Ok(dedup(out))
@@ -1162,14 +1220,16 @@ fn narrow<O: Clone>(st: &KeyState<O>, judged: Judged, teff: (Ts, Ts)) -> KeyStat
 }
 
 /// The new key state when `observed` matches the branch's prediction `exp`, with reported
-/// times fixing what was only known as a window; `None` when it does not match.
+/// times fixing what was only known as a window, and the earliest instant of the branch's
+/// effective times that the observation allows; `None` when it does not match.
 fn settle<O: Name>(
     kop: &KeyOp<'_, O>,
     branch: &Branch,
     exp: &Expected<O>,
     new: KeyState<O>,
     observed: &Outcome<O>,
-) -> Option<KeyState<O>> {
+) -> Option<(KeyState<O>, Ts)> {
+    let at = branch.teff.0;
     match (exp, observed) {
         (
             Outcome::Acquired {
@@ -1184,30 +1244,31 @@ fn settle<O: Name>(
             if e != oe {
                 return None;
             }
+            let mut at = at;
             if let Effect::Grant(_) = branch.effect {
                 let KeyOp::Acquire { ttl, .. } = kop else {
                     return None;
                 };
-                fixes_time(branch.teff, ttl, *r)?;
+                at = fixes_time(branch.teff, ttl, *r)?;
             } else if !w.contains(*r) {
                 return None;
             }
-            Some(with_expiry(new, *r))
+            Some((with_expiry(new, *r), at))
         }
         (Outcome::Renewed { .. }, Outcome::Renewed { expires_at: r }) => {
             let KeyOp::Renew { ttl, .. } = kop else {
                 return None;
             };
-            fixes_time(branch.teff, ttl, *r)?;
-            Some(with_expiry(new, *r))
+            let at = fixes_time(branch.teff, ttl, *r)?;
+            Some((with_expiry(new, *r), at))
         }
         (Outcome::Inspected(Some(er)), Outcome::Inspected(Some(or))) => {
             if er.held != or.held || er.owner != or.owner || er.epoch != or.epoch {
                 return None;
             }
             match (&er.expires_at, &or.expires_at) {
-                (None, None) => Some(new),
-                (Some(w), Some(r)) if w.contains(*r) => Some(with_expiry(new, *r)),
+                (None, None) => Some((new, at)),
+                (Some(w), Some(r)) if w.contains(*r) => Some((with_expiry(new, *r), at)),
                 _ => None,
             }
         }
@@ -1218,15 +1279,16 @@ fn settle<O: Name>(
         | (Outcome::NotOwner, Outcome::NotOwner)
         | (Outcome::Lapsed, Outcome::Lapsed)
         | (Outcome::EpochMismatch, Outcome::EpochMismatch)
-        | (Outcome::Injected, Outcome::Injected) => Some(new),
+        | (Outcome::Injected, Outcome::Injected) => Some((new, at)),
         _ => None,
     }
 }
 
-/// Some effective time in `teff` gives `reported = t + ttl`.
-fn fixes_time(teff: (Ts, Ts), ttl: &Interval, reported: Ts) -> Option<()> {
+/// The earliest effective time in `teff` that gives `reported = t + ttl`, if any.
+fn fixes_time(teff: (Ts, Ts), ttl: &Interval, reported: Ts) -> Option<Ts> {
     let (lo, hi) = implied_time(ttl, reported);
-    (teff.0.max(lo) <= teff.1.min(hi)).then_some(())
+    let at = teff.0.max(lo);
+    (at <= teff.1.min(hi)).then_some(at)
 }
 
 fn with_expiry<O>(st: KeyState<O>, t: Ts) -> KeyState<O> {

@@ -1,0 +1,342 @@
+//! Server-time windows for every entry, and the split of a history into independent
+//! partitions (one per key, or per group of keys a transaction ties together).
+
+use crate::history::{History, Nanos, NemesisEffect, OpRecord, TxnEnd, TxnId};
+use crate::spec::Outcome;
+use crate::time::{Span, Ts};
+use std::collections::BTreeMap;
+
+/// Stands for "no bound in the past" in derived windows (far enough from `i64::MIN` that
+/// spec arithmetic never overflows).
+pub const FAR_PAST: Ts = Ts(i64::MIN / 4);
+/// Stands for "no bound in the future": an unknown op may take effect until the end.
+pub const FAR_FUTURE: Ts = Ts(i64::MAX / 4);
+
+/// The server-time window of every op and nemesis event of a history.
+#[derive(Clone, Debug)]
+pub struct Windows {
+    /// By index into `History::ops`.
+    pub ops: Vec<Span>,
+    /// By index into `History::nemeses` (restart: the downtime; lapse: when it applied).
+    pub nemeses: Vec<Span>,
+}
+
+/// Server times known at real-time instants: every op with a reported window says the
+/// server clock read `t0` after its invoke and `t1` before its complete.
+struct Clock {
+    /// (complete, t1), sorted by complete, with t1 replaced by the running maximum.
+    by_complete: Vec<(Nanos, Ts)>,
+    /// (invoke, t0), sorted by invoke, with t0 replaced by the running minimum from the end.
+    by_invoke: Vec<(Nanos, Ts)>,
+}
+
+impl Clock {
+    fn new(history: &History) -> Clock {
+        let mut by_complete: Vec<(Nanos, Ts)> = Vec::new();
+        let mut by_invoke: Vec<(Nanos, Ts)> = Vec::new();
+        for op in &history.ops {
+            if let Some(s) = op.server {
+                by_complete.push((op.complete, s.t1()));
+                by_invoke.push((op.invoke, s.t0()));
+            }
+        }
+        by_complete.sort();
+        by_invoke.sort();
+        let mut max = FAR_PAST;
+        for e in &mut by_complete {
+            max = max.max(e.1);
+            e.1 = max;
+        }
+        let mut min = FAR_FUTURE;
+        for e in by_invoke.iter_mut().rev() {
+            min = min.min(e.1);
+            e.1 = min;
+        }
+        Clock {
+            by_complete,
+            by_invoke,
+        }
+    }
+
+    /// A server time every instant after real time `at` is at or past: the latest `t1` of
+    /// an op that completed before `at`.
+    fn after(&self, at: Nanos) -> Ts {
+        let n = self.by_complete.partition_point(|(c, _)| *c < at);
+        if n == 0 {
+            FAR_PAST
+        } else {
+            self.by_complete[n - 1].1
+        }
+    }
+
+    /// A server time every instant before real time `at` is at or before: the earliest
+    /// `t0` of an op invoked after `at`.
+    fn before(&self, at: Nanos) -> Ts {
+        let n = self.by_invoke.partition_point(|(i, _)| *i <= at);
+        self.by_invoke.get(n).map_or(FAR_FUTURE, |e| e.1)
+    }
+
+    fn span(&self, from: Nanos, to: Option<Nanos>) -> Span {
+        let lo = self.after(from);
+        let hi = to.map_or(FAR_FUTURE, |t| self.before(t)).max(lo);
+        Span::new(lo, hi).unwrap_or(Span::point(lo))
+    }
+}
+
+impl Windows {
+    /// Reported windows where there are; derived ones elsewhere. An unknown op may take
+    /// effect from its invoke to the end of the history.
+    pub fn derive(history: &History) -> Windows {
+        let clock = Clock::new(history);
+        let ops = history.ops.iter().map(|op| op_window(&clock, op)).collect();
+        let nemeses = history
+            .nemeses
+            .iter()
+            .map(|n| match &n.effect {
+                NemesisEffect::Restart { down: Some(d), .. } => *d,
+                NemesisEffect::Lapse {
+                    server: Some(s),
+                    applied: Some(_),
+                    ..
+                } => *s,
+                NemesisEffect::Lapse { applied: None, .. } => clock.span(n.start, None),
+                _ => clock.span(n.start, Some(n.end)),
+            })
+            .collect();
+        Windows { ops, nemeses }
+    }
+}
+
+fn op_window(clock: &Clock, op: &OpRecord) -> Span {
+    let unknown = op.result.outcome() == Outcome::Unknown;
+    match (op.server, unknown) {
+        (Some(s), false) => s,
+        (Some(s), true) => Span::new(s.t0(), FAR_FUTURE).unwrap_or(Span::point(s.t0())),
+        (None, true) => clock.span(op.invoke, None),
+        (None, false) => clock.span(op.invoke, Some(op.complete)),
+    }
+}
+
+/// What one entry of a partition is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    /// An op, by index into `History::ops`.
+    Op(usize),
+    /// The end of a transaction (its record may be missing: then `end` is `Unknown`).
+    TxnEnd { txn: TxnId, end: TxnEnd },
+    /// A nemesis event with an effect, by index into `History::nemeses`.
+    Nemesis(usize),
+}
+
+/// One thing to linearize.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub kind: EntryKind,
+    /// Real time it was invoked (started).
+    pub call: Nanos,
+    /// Real time it returned; `None`: open-ended (an unknown outcome), it may be placed
+    /// anywhere after `call`, or its effect may never happen.
+    pub ret: Option<Nanos>,
+    /// Server-time window of its effect.
+    pub window: Span,
+    /// Restarts whose start precedes `call`: an unknown effect can only happen before the
+    /// next restart kills its session.
+    pub crash_gen: u32,
+}
+
+/// Keys that interact, and the entries on them.
+#[derive(Clone, Debug)]
+pub struct Partition {
+    /// The keys (empty: calls that name no key, e.g. invalid input).
+    pub keys: Vec<String>,
+    pub entries: Vec<Entry>,
+    /// The entry index of each transaction's end.
+    pub txn_end: BTreeMap<TxnId, usize>,
+}
+
+/// Splits `history` into partitions, ordered by key.
+pub fn partition(history: &History, windows: &Windows) -> Vec<Partition> {
+    let restarts: Vec<Nanos> = history
+        .nemeses
+        .iter()
+        .filter(|n| matches!(n.effect, NemesisEffect::Restart { .. }))
+        .map(|n| n.start)
+        .collect();
+    let crash_gen = |at: Nanos| restarts.iter().filter(|s| **s < at).count() as u32;
+    let groups = Groups::of(history);
+    let mut parts: BTreeMap<Option<String>, Partition> = BTreeMap::new();
+    fn part_of<'p>(
+        parts: &'p mut BTreeMap<Option<String>, Partition>,
+        group: Option<String>,
+        keys: &Groups,
+    ) -> &'p mut Partition {
+        parts.entry(group.clone()).or_insert_with(|| Partition {
+            keys: group.map(|g| keys.members(&g)).unwrap_or_default(),
+            entries: Vec::new(),
+            txn_end: BTreeMap::new(),
+        })
+    }
+    // ops, and the group of each transaction
+    let mut txn_group: BTreeMap<TxnId, Option<String>> = BTreeMap::new();
+    let mut txn_span: BTreeMap<TxnId, (Nanos, Option<Nanos>)> = BTreeMap::new();
+    for (i, op) in history.ops.iter().enumerate() {
+        let group = groups.group_of_op(op);
+        if let Some(t) = op.txn {
+            txn_group.insert(t, group.clone());
+            let s = txn_span.entry(t).or_insert((op.invoke, Some(op.complete)));
+            s.0 = s.0.min(op.invoke);
+            s.1 = s.1.map(|c| c.max(op.complete));
+        }
+        let unknown = op.result.outcome() == Outcome::Unknown;
+        part_of(&mut parts, group, &groups).entries.push(Entry {
+            kind: EntryKind::Op(i),
+            call: op.invoke,
+            ret: (!unknown).then_some(op.complete),
+            window: windows.ops[i],
+            crash_gen: crash_gen(op.invoke),
+        });
+    }
+    // transaction ends (a transaction without a record ended unknown)
+    for (txn, group) in &txn_group {
+        let record = history.txn(*txn);
+        let (end, call, ret) = match record {
+            Some(r) => (
+                r.end,
+                r.end_invoke,
+                (r.end != TxnEnd::Unknown).then_some(r.end_complete),
+            ),
+            None => (
+                TxnEnd::Unknown,
+                txn_span[txn].1.unwrap_or(txn_span[txn].0),
+                None,
+            ),
+        };
+        let window = Span::point(FAR_PAST);
+        let p = part_of(&mut parts, group.clone(), &groups);
+        p.txn_end.insert(*txn, p.entries.len());
+        p.entries.push(Entry {
+            kind: EntryKind::TxnEnd { txn: *txn, end },
+            call,
+            ret,
+            window,
+            crash_gen: crash_gen(record.map_or(txn_span[txn].0, |r| r.begin)),
+        });
+    }
+    // nemesis events: restarts reach every partition, lapses their key's
+    for (i, n) in history.nemeses.iter().enumerate() {
+        let entry = |gen| Entry {
+            kind: EntryKind::Nemesis(i),
+            call: n.start,
+            ret: match &n.effect {
+                NemesisEffect::Lapse { applied: None, .. } => None,
+                _ => Some(n.end),
+            },
+            window: windows.nemeses[i],
+            crash_gen: gen,
+        };
+        match &n.effect {
+            NemesisEffect::None => {}
+            NemesisEffect::Restart { .. } => {
+                let gen = crash_gen(n.start);
+                for p in parts.values_mut() {
+                    p.entries.push(entry(gen));
+                }
+            }
+            NemesisEffect::Lapse { key, .. } => {
+                if let Some(g) = groups.group_of_key(key) {
+                    part_of(&mut parts, Some(g), &groups)
+                        .entries
+                        .push(entry(crash_gen(n.start)));
+                }
+            }
+        }
+    }
+    parts.into_values().collect()
+}
+
+/// Union-find over keys: the keys of one transaction are one group, named by its least key.
+struct Groups {
+    parent: BTreeMap<String, String>,
+    /// The first key each transaction named.
+    txn_keys: BTreeMap<TxnId, String>,
+    /// Each group's keys, once computed.
+    members: BTreeMap<String, Vec<String>>,
+}
+
+impl Groups {
+    fn of(history: &History) -> Groups {
+        let mut g = Groups {
+            parent: BTreeMap::new(),
+            txn_keys: BTreeMap::new(),
+            members: BTreeMap::new(),
+        };
+        let mut txn_keys: BTreeMap<TxnId, String> = BTreeMap::new();
+        for op in &history.ops {
+            let Some(key) = op.call.key() else { continue };
+            g.add(key);
+            if let Some(t) = op.txn {
+                match txn_keys.get(&t) {
+                    Some(first) => {
+                        let first = first.clone();
+                        g.union(&first, key);
+                    }
+                    None => {
+                        txn_keys.insert(t, key.clone());
+                    }
+                }
+            }
+        }
+        // keyless ops of a transaction follow its keys (group_of_op)
+        g.txn_keys = txn_keys;
+        let keys: Vec<String> = g.parent.keys().cloned().collect();
+        for k in keys {
+            if let Some(root) = g.find(&k) {
+                g.members.entry(root).or_default().push(k);
+            }
+        }
+        g
+    }
+
+    fn add(&mut self, key: &str) {
+        if !self.parent.contains_key(key) {
+            self.parent.insert(key.to_string(), key.to_string());
+        }
+    }
+
+    fn find(&self, key: &str) -> Option<String> {
+        let mut k = self.parent.get_key_value(key)?.0.clone();
+        loop {
+            let p = &self.parent[&k];
+            if *p == k {
+                return Some(k);
+            }
+            k = p.clone();
+        }
+    }
+
+    fn union(&mut self, a: &str, b: &str) {
+        let (Some(ra), Some(rb)) = (self.find(a), self.find(b)) else {
+            return;
+        };
+        if ra != rb {
+            let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
+            self.parent.insert(hi, lo);
+        }
+    }
+
+    fn group_of_key(&self, key: &str) -> Option<String> {
+        self.find(key)
+    }
+
+    fn group_of_op(&self, op: &OpRecord) -> Option<String> {
+        match (op.call.key(), op.txn) {
+            (Some(k), _) => self.find(k),
+            (None, Some(t)) => self.txn_keys.get(&t).and_then(|k| self.find(k)),
+            (None, None) => None,
+        }
+    }
+
+    fn members(&self, group: &str) -> Vec<String> {
+        self.members.get(group).cloned().unwrap_or_default()
+    }
+}

@@ -1,0 +1,1 @@
+//! JSON Lines encoding of history format v2. PLACEHOLDER: being written.

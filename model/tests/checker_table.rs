@@ -1,0 +1,209 @@
+//! Hand-written tricky histories and the verdicts they must get.
+
+mod common;
+
+use common::*;
+use model::checker::check;
+use model::{CheckOptions, Invariant, Outcome, TxnEnd, Verdict};
+
+fn verdict(h: &H) -> Verdict {
+    let v = check(&h.build(), &CheckOptions::default());
+    println!("{v}");
+    v
+}
+
+fn assert_linearizable(h: &H) {
+    let v = verdict(h);
+    assert!(v.is_linearizable(), "expected linearizable, got:\n{v}");
+}
+
+fn assert_violates(h: &H, inv: Invariant) {
+    let v = verdict(h);
+    assert_eq!(
+        v.invariant(),
+        Some(inv),
+        "expected a violation of {inv}, got:\n{v}"
+    );
+}
+
+#[test]
+fn sequential_grant_renew_release() {
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(100)), 0, 1, acquired(1, 100))
+        .op(1, renew("k", "a", 1, us(100)), 10, 11, renewed(110))
+        .op(1, release("k", "a", 1), 20, 21, ok(Outcome::Released))
+        .op(2, inspect("k"), 30, 31, free(2));
+    assert_linearizable(&h);
+}
+
+#[test]
+fn concurrent_acquires_one_winner() {
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(100)), 0, 10, acquired(1, 105)).op(
+        2,
+        acq("k", "b", us(100)),
+        0,
+        10,
+        ok(Outcome::Denied),
+    );
+    assert_linearizable(&h);
+}
+
+#[test]
+fn two_winners_break_mutual_exclusion() {
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(100)), 0, 10, acquired(1, 105)).op(
+        2,
+        acq("k", "b", us(100)),
+        0,
+        10,
+        acquired(2, 106),
+    );
+    assert_violates(&h, Invariant::MutualExclusion);
+}
+
+#[test]
+fn unknown_acquire_that_took_effect_late() {
+    // a's acquire is lost; b is denied long after, so it must have taken effect
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(1000)), 0, 5, unknown())
+        .op(2, inspect("k"), 10, 11, no_row())
+        .op(3, acq("k", "b", us(100)), 20, 21, ok(Outcome::Denied))
+        .op(3, inspect("k"), 30, 31, held("a", 1, 1015));
+    assert_linearizable(&h);
+}
+
+#[test]
+fn unknown_acquire_that_never_took_effect() {
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(1000)), 0, 5, unknown()).op(
+        2,
+        acq("k", "b", us(100)),
+        20,
+        21,
+        acquired(1, 120),
+    );
+    assert_linearizable(&h);
+}
+
+#[test]
+fn rolled_back_acquire_has_no_effect() {
+    let mut h = H::new();
+    h.op_in(1, Some(1), acq("k", "a", us(1000)), 0, 1, acquired(1, 1000))
+        .txn(1, 1, 0, 2, 3, TxnEnd::Rollback)
+        .op(2, inspect("k"), 10, 11, no_row());
+    assert_linearizable(&h);
+    let mut bad = H::new();
+    bad.op_in(1, Some(1), acq("k", "a", us(1000)), 0, 1, acquired(1, 1000))
+        .txn(1, 1, 0, 2, 3, TxnEnd::Rollback)
+        .op(2, inspect("k"), 10, 11, held("a", 1, 1000));
+    assert!(!verdict(&bad).is_linearizable());
+}
+
+#[test]
+fn expiry_at_the_window_edge() {
+    // grant expires at exactly 100: an inspect in [100, 100] must see it lapsed
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(100)), 0, 0, acquired(1, 100))
+        .op(2, inspect("k"), 100, 100, free(1));
+    assert_linearizable(&h);
+    let mut bad = H::new();
+    bad.op(1, acq("k", "a", us(100)), 0, 0, acquired(1, 100))
+        .op(2, inspect("k"), 100, 100, held("a", 1, 100));
+    assert_violates(&bad, Invariant::InspectConsistent);
+    // in [99, 100] either is possible
+    let mut either = H::new();
+    either
+        .op(1, acq("k", "a", us(100)), 0, 0, acquired(1, 100))
+        .op(2, inspect("k"), 99, 100, held("a", 1, 100));
+    assert_linearizable(&either);
+}
+
+#[test]
+fn renew_after_definite_lapse_is_caught() {
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(100)), 0, 0, acquired(1, 100)).op(
+        1,
+        renew("k", "a", 1, us(100)),
+        150,
+        151,
+        renewed(250),
+    );
+    assert_violates(&h, Invariant::LapseIsFinal);
+}
+
+#[test]
+fn idempotent_reacquire() {
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(100)), 0, 0, acquired(1, 100)).op(
+        1,
+        acq("k", "a", us(500)),
+        10,
+        11,
+        acquired(1, 100),
+    );
+    assert_linearizable(&h);
+    let mut bad = H::new();
+    bad.op(1, acq("k", "a", us(100)), 0, 0, acquired(1, 100))
+        .op(1, acq("k", "a", us(500)), 10, 11, acquired(2, 510));
+    assert_violates(&bad, Invariant::ReacquireIdempotent);
+}
+
+#[test]
+fn blocking_acquire_granted_after_release() {
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(10_000)), 0, 1, acquired(1, 10_000))
+        .op(
+            2,
+            acq_wait("k", "b", us(100), us(5_000)),
+            10,
+            60,
+            acquired(3, 150),
+        )
+        .op(1, release("k", "a", 1), 40, 45, ok(Outcome::Released));
+    assert_linearizable(&h);
+}
+
+#[test]
+fn backdated_grant_is_caught() {
+    // b's grant reports an expiry that puts its effect at 30, before a released at 40
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(10_000)), 0, 1, acquired(1, 10_000))
+        .op(1, release("k", "a", 1), 40, 45, ok(Outcome::Released))
+        .op(2, acq("k", "b", us(100)), 20, 60, acquired(3, 130));
+    assert_violates(&h, Invariant::MutualExclusion);
+}
+
+#[test]
+fn reader_in_a_commit_window_may_see_the_old_state() {
+    // a's renew decided at 50 (expiry 150) but committed late; c's inspect at 60 still
+    // sees the old row
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(100)), 0, 0, acquired(1, 100))
+        .op(1, renew("k", "a", 1, us(100)), 50, 70, renewed(150))
+        .op(2, inspect("k"), 60, 65, held("a", 1, 100));
+    assert_linearizable(&h);
+}
+
+#[test]
+fn crash_keeps_committed_state() {
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(1000)), 0, 1, acquired(1, 1000))
+        .restart(10, 20)
+        .op(2, inspect("k"), 30, 31, held("a", 1, 1000));
+    assert_linearizable(&h);
+    let mut lost = H::new();
+    lost.op(1, acq("k", "a", us(1000)), 0, 1, acquired(1, 1000))
+        .restart(10, 20)
+        .op(2, inspect("k"), 30, 31, no_row());
+    assert!(!verdict(&lost).is_linearizable());
+}
+
+#[test]
+fn lapse_nemesis_makes_a_lease_takeoverable() {
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(100_000)), 0, 1, acquired(1, 100_000))
+        .lapse("k", 10, 11)
+        .op(2, acq("k", "b", us(100)), 20, 21, acquired(2, 120));
+    assert_linearizable(&h);
+}
