@@ -16,6 +16,7 @@
 pub mod check;
 pub mod checker;
 pub mod fate;
+pub mod gen;
 pub mod history;
 pub mod invariant;
 pub mod lease_model;

@@ -87,6 +87,39 @@ impl Mutation {
         })
     }
 
+    /// What the mutated implementation does wrong, in one sentence.
+    pub fn description(self) -> &'static str {
+        match self {
+            Mutation::None => "the correct semantics",
+            Mutation::AcquireIgnoresHolder => {
+                "acquire grants a key held (unexpired) by another owner"
+            }
+            Mutation::ReleaseDeletesRow => {
+                "release deletes the row, so the key's epoch restarts at 1"
+            }
+            Mutation::TakeoverReusesEpoch => {
+                "a takeover of a lapsed lease keeps the lapsed grant's epoch"
+            }
+            Mutation::RenewChangesEpoch => "a successful renew increments the epoch",
+            Mutation::ReleaseKeepsEpoch => "release frees the key but keeps the epoch",
+            Mutation::ReacquireBumpsEpoch => {
+                "a same-owner acquire of its live lease makes a new grant"
+            }
+            Mutation::RenewIgnoresExpiry => "renew succeeds on a lapsed lease",
+            Mutation::WrongPrecedence => "renew and release check the epoch before the owner",
+            Mutation::WriteIgnoresKey => "writes change every key, not only their own",
+            Mutation::InvalidInputWrites => {
+                "an acquire with an invalid ttl or wait writes a grant before raising 22023"
+            }
+            Mutation::AbortKeepsEffects => "an aborted transaction keeps its lease effects",
+            Mutation::InspectShowsLapsedAsHeld => "inspect reports a lapsed lease as held",
+            Mutation::CrashLosesCommitted => "a crash loses committed lease state",
+            Mutation::DowntimeExtendsLease => {
+                "downtime pushes every expiry back (a clock that stops while the server is down)"
+            }
+        }
+    }
+
     /// A stable kebab-case name (for CLI flags and reports).
     pub fn name(self) -> &'static str {
         match self {

@@ -17,7 +17,6 @@
 use crate::invariant::Invariant;
 use crate::mutation::Mutation;
 use crate::time::{Interval, Span, Ts, Window};
-use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::hash::Hash;
 
@@ -96,17 +95,16 @@ impl<O> KeyState<O> {
 }
 
 /// The state of every key: the content of `lease.leases`. Keys without a row are
-/// [`KeyState::NeverLeased`].
+/// [`KeyState::NeverLeased`]. Rows are kept sorted by key in a vector: stores are small
+/// (a history checker keeps one per partition, usually of one key) and cloned often.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Store<K: Ord, O> {
-    rows: BTreeMap<K, KeyState<O>>,
+    rows: Vec<(K, KeyState<O>)>,
 }
 
 impl<K: Ord, O> Default for Store<K, O> {
     fn default() -> Self {
-        Store {
-            rows: BTreeMap::new(),
-        }
+        Store { rows: Vec::new() }
     }
 }
 
@@ -116,28 +114,36 @@ impl<K: Name, O: Name> Store<K, O> {
         Store::default()
     }
 
+    fn find(&self, key: &K) -> Result<usize, usize> {
+        self.rows.binary_search_by(|(k, _)| k.cmp(key))
+    }
+
     /// The state of `key`.
     pub fn state(&self, key: &K) -> KeyState<O> {
-        self.rows.get(key).cloned().unwrap_or(KeyState::NeverLeased)
+        self.find(key)
+            .map_or(KeyState::NeverLeased, |i| self.rows[i].1.clone())
     }
 
     /// The epoch of `key` (0 when never leased).
     pub fn epoch(&self, key: &K) -> Epoch {
-        self.rows.get(key).map_or(0, KeyState::epoch)
+        self.find(key).map_or(0, |i| self.rows[i].1.epoch())
     }
 
     /// Sets the state of `key` (`NeverLeased` removes its row).
     pub fn set(&mut self, key: K, state: KeyState<O>) {
-        if state == KeyState::NeverLeased {
-            self.rows.remove(&key);
-        } else {
-            self.rows.insert(key, state);
+        match (self.find(&key), state) {
+            (Ok(i), KeyState::NeverLeased) => {
+                self.rows.remove(i);
+            }
+            (Ok(i), st) => self.rows[i].1 = st,
+            (Err(_), KeyState::NeverLeased) => {}
+            (Err(i), st) => self.rows.insert(i, (key, st)),
         }
     }
 
-    /// The keys that have a row, with their states.
+    /// The keys that have a row, with their states, in key order.
     pub fn rows(&self) -> impl Iterator<Item = (&K, &KeyState<O>)> {
-        self.rows.iter()
+        self.rows.iter().map(|(k, st)| (k, st))
     }
 
     /// The rows on which `after` differs from `self`, with their states in `after`
@@ -145,12 +151,12 @@ impl<K: Name, O: Name> Store<K, O> {
     pub fn diff(&self, after: &Store<K, O>) -> Vec<(K, KeyState<O>)> {
         let mut out = Vec::new();
         for (k, st) in &after.rows {
-            if self.rows.get(k) != Some(st) {
+            if self.find(k).map_or(true, |i| self.rows[i].1 != *st) {
                 out.push((k.clone(), st.clone()));
             }
         }
-        for k in self.rows.keys() {
-            if !after.rows.contains_key(k) {
+        for (k, _) in &self.rows {
+            if after.find(k).is_err() {
                 out.push((k.clone(), KeyState::NeverLeased));
             }
         }
@@ -193,6 +199,45 @@ pub enum Op<K, O> {
     Inspect { key: Option<K> },
     /// Injected fault: a held key's `expires_at` is set to the current server time.
     Expire { key: K },
+}
+
+impl<T> Op<T, T> {
+    /// The same call with every key and owner mapped by `f` (e.g. to interned names).
+    pub fn map_names<U>(self, f: &mut impl FnMut(T) -> U) -> Op<U, U> {
+        match self {
+            Op::Acquire {
+                key,
+                owner,
+                ttl,
+                wait,
+            } => Op::Acquire {
+                key: key.map(&mut *f),
+                owner: owner.map(&mut *f),
+                ttl,
+                wait,
+            },
+            Op::Renew {
+                key,
+                owner,
+                epoch,
+                ttl,
+            } => Op::Renew {
+                key: key.map(&mut *f),
+                owner: owner.map(&mut *f),
+                epoch,
+                ttl,
+            },
+            Op::Release { key, owner, epoch } => Op::Release {
+                key: key.map(&mut *f),
+                owner: owner.map(&mut *f),
+                epoch,
+            },
+            Op::Inspect { key } => Op::Inspect {
+                key: key.map(&mut *f),
+            },
+            Op::Expire { key } => Op::Expire { key: f(key) },
+        }
+    }
 }
 
 impl<K: Name, O: Name> Op<K, O> {
@@ -856,7 +901,13 @@ impl Spec {
         effect: Effect,
     ) {
         if effect.writes() && self.is(Mutation::WriteIgnoresKey) {
-            let others: Vec<K> = store.rows.keys().filter(|k| *k != key).cloned().collect();
+            let others: Vec<K> = store
+                .rows
+                .iter()
+                .map(|(k, _)| k)
+                .filter(|k| *k != key)
+                .cloned()
+                .collect();
             for k in others {
                 store.set(k, new.clone());
             }
@@ -1111,7 +1162,7 @@ impl Spec {
         }
         let shift = down.t1().0.saturating_sub(down.t0().0);
         let mut next = store.clone();
-        for st in next.rows.values_mut() {
+        for (_, st) in next.rows.iter_mut() {
             if let KeyState::Held { expires, .. } = st {
                 *expires = expires.shifted(shift);
             }

@@ -2,25 +2,23 @@
 //! the longest linearizable prefix, the state after it, the op that could not be placed
 //! next, and why.
 
+use super::intern::{Ctx, Sym, Symbols};
 use super::partition::{EntryKind, Partition};
 use super::search::{txn_ended, Bits, Deepest};
-use super::state::{apply, PState, Reject};
+use super::state::{apply, closure, PState, Reject};
 use super::{FoundBy, Step, Violation};
 use crate::history::{History, OpRecord, OpResult};
 use crate::invariant::Invariant;
-use crate::spec::{KeyState, Op, Outcome, Row, Spec};
+use crate::spec::{KeyState, Op, Outcome, Row};
 use crate::time::{Interval, Span, Ts};
 use std::fmt::Write;
 
 /// How many placed entries of the prefix the explanation lists (the last ones).
 const PREFIX_SHOWN: usize = 12;
 
-pub(crate) fn violation(
-    spec: &Spec,
-    history: &History,
-    part: &Partition,
-    d: &Deepest,
-) -> Violation {
+pub(crate) fn violation(cx: Ctx<'_>, d: &Deepest) -> Violation {
+    let (history, part) = (cx.history, cx.part);
+    let symbols = &cx.prepared.symbols;
     let base = time_base(history);
     let mut bits = Bits::new(part.entries.len());
     for i in &d.placed {
@@ -34,12 +32,16 @@ pub(crate) fn violation(
         .filter(|i| blocking_ret.is_none_or(|r| part.entries[*i].call <= r))
         .collect();
     let mut rejected: Vec<(usize, Reject)> = Vec::new();
-    for &i in &candidates {
+    let states = closure(cx, &d.states);
+    for &i in candidates
+        .iter()
+        .filter(|i| !part.entries[**i].is_open_ended())
+    {
         let ended = txn_ended(history, part, &bits, i);
         let mut first = None;
         let mut placeable = false;
-        for s in &d.states {
-            match apply(spec, history, &part.entries[i], s, ended, true) {
+        for s in &states {
+            match apply(cx, i, s, ended, true) {
                 Ok(_) => placeable = true,
                 Err(r) => {
                     first.get_or_insert(r);
@@ -112,7 +114,7 @@ pub(crate) fn violation(
     }
     let _ = writeln!(text, "After it, the state is one of:");
     for s in d.states.iter().take(4) {
-        let _ = writeln!(text, "  {}", describe_state(s, base));
+        let _ = writeln!(text, "  {}", describe_state(s, base, symbols));
     }
     if d.states.len() > 4 {
         let _ = writeln!(text, "  ... and {} more", d.states.len() - 4);
@@ -122,15 +124,17 @@ pub(crate) fn violation(
             let (i, r) = &rejected[k];
             let _ = writeln!(
                 text,
-                "Next, {} cannot take effect:\n  {}\n  because {r}",
+                "Next, {} cannot take effect:\n  {}\n  because {}",
                 describe_entry(history, part, *i, base),
-                invariant_line(invariant)
+                invariant_line(invariant),
+                describe_reject(r, base, symbols)
             );
             for (j, r) in rejected.iter().filter(|(j, _)| j != i).take(4) {
                 let _ = writeln!(
                     text,
-                    "Nor can {}: {r}",
-                    describe_entry(history, part, *j, base)
+                    "Nor can {}: {}",
+                    describe_entry(history, part, *j, base),
+                    describe_reject(r, base, symbols)
                 );
             }
         }
@@ -150,6 +154,7 @@ pub(crate) fn violation(
         prefix,
         explanation: text,
         found_by: FoundBy::Search,
+        diagnosis: None,
     }
 }
 
@@ -331,26 +336,48 @@ fn describe_entry(history: &History, part: &Partition, i: usize, base: Ts) -> St
     }
 }
 
-fn describe_state(s: &PState, base: Ts) -> String {
-    let mut parts: Vec<String> = s
-        .committed
-        .rows()
-        .map(|(k, st)| format!("{k:?} {}", describe_key_state(st, base)))
-        .collect();
+fn describe_reject(r: &Reject, base: Ts, symbols: &Symbols) -> String {
+    match r {
+        Reject::Spec(m) => format!("{m}"),
+        Reject::Locked { txn, key } => format!(
+            "it writes key {:?}, which open transaction {txn} has row-locked",
+            symbols.name(*key)
+        ),
+        Reject::TooEarly { at, floor } => format!(
+            "its observation places it at {}, before {}, the instant of a write to the key \
+             placed before it",
+            fmt_ts(*at, base),
+            fmt_ts(*floor, base)
+        ),
+    }
+}
+
+fn describe_state(s: &PState, base: Ts, symbols: &Symbols) -> String {
+    let key_state = |k: &Sym, st: &KeyState<Sym>| {
+        format!(
+            "{:?} {}",
+            symbols.name(*k),
+            describe_key_state(st, base, symbols)
+        )
+    };
+    let mut parts: Vec<String> = s.committed.rows().map(|(k, st)| key_state(k, st)).collect();
     if parts.is_empty() {
         parts.push("no key ever leased".to_string());
     }
     for (t, w) in &s.open {
-        let keys: Vec<String> = w
-            .iter()
-            .map(|(k, st)| format!("{k:?} {}", describe_key_state(st, base)))
-            .collect();
+        let keys: Vec<String> = w.iter().map(|(k, st)| key_state(k, st)).collect();
         parts.push(format!("transaction {t} pending: {}", keys.join(", ")));
+    }
+    if !s.pending.is_empty() {
+        parts.push(format!(
+            "{} unknown op(s) may still take effect",
+            s.pending.len()
+        ));
     }
     parts.join("; ")
 }
 
-fn describe_key_state(st: &KeyState<String>, base: Ts) -> String {
+fn describe_key_state(st: &KeyState<Sym>, base: Ts, symbols: &Symbols) -> String {
     match st {
         KeyState::NeverLeased => "never leased".to_string(),
         KeyState::Free { epoch } => format!("FREE, epoch {epoch}"),
@@ -358,17 +385,20 @@ fn describe_key_state(st: &KeyState<String>, base: Ts) -> String {
             owner,
             epoch,
             expires,
-        } => match expires.as_exact() {
-            Some(t) => format!(
-                "HELD by {owner:?}, epoch {epoch}, until {}",
-                fmt_ts(t, base)
-            ),
-            None => format!(
-                "HELD by {owner:?}, epoch {epoch}, until some instant in [{}, {}]",
-                fmt_ts(expires.lo, base),
-                fmt_ts(expires.hi, base)
-            ),
-        },
+        } => {
+            let owner = symbols.name(*owner);
+            match expires.as_exact() {
+                Some(t) => format!(
+                    "HELD by {owner:?}, epoch {epoch}, until {}",
+                    fmt_ts(t, base)
+                ),
+                None => format!(
+                    "HELD by {owner:?}, epoch {epoch}, until some instant in [{}, {}]",
+                    fmt_ts(expires.lo, base),
+                    fmt_ts(expires.hi, base)
+                ),
+            }
+        }
     }
 }
 

@@ -14,13 +14,15 @@
 //!
 //! The verdict is three-valued: a spent budget is [`Verdict::Unknown`], never a pass.
 
+mod diagnose;
 mod explain;
+pub mod intern;
 mod partition;
 pub mod precheck;
 mod search;
 pub mod state;
 
-pub use partition::{partition, Entry, EntryKind, Partition, Windows};
+pub use partition::{merge, partition, Entry, EntryKind, Partition, Windows};
 pub use state::{PState, Reject};
 
 use crate::history::{History, OpId, TxnId};
@@ -56,6 +58,8 @@ pub struct CheckOptions {
     pub budget: Budget,
     /// Run the linear pre-checks before the search.
     pub prechecks: bool,
+    /// On a violation, look for the known bug class that explains it (at most this long).
+    pub diagnosis: Option<Duration>,
 }
 
 impl Default for CheckOptions {
@@ -64,6 +68,7 @@ impl Default for CheckOptions {
             spec: Spec::CORRECT,
             budget: Budget::default(),
             prechecks: true,
+            diagnosis: Some(Duration::from_secs(5)),
         }
     }
 }
@@ -112,6 +117,9 @@ pub struct Violation {
     /// A plain-text explanation a person can follow.
     pub explanation: String,
     pub found_by: FoundBy,
+    /// The known bug class (a mutation of the catalogue) the history is consistent with,
+    /// when one is.
+    pub diagnosis: Option<crate::mutation::Mutation>,
 }
 
 impl Violation {
@@ -227,15 +235,32 @@ pub(crate) struct Meter {
     start: Instant,
     budget: Budget,
     pub(crate) states: u64,
+    steps: u64,
 }
 
 impl Meter {
-    fn new(budget: Budget) -> Meter {
+    pub(crate) fn new(budget: Budget) -> Meter {
         Meter {
             start: Instant::now(),
             budget,
             states: 0,
+            steps: 0,
         }
+    }
+
+    /// Counts one search step: the budget that ran out, if one did. The state budget is
+    /// checked every step, the clock every 256 steps (reading it costs more than a step).
+    pub(crate) fn tick(&mut self) -> Option<Exhausted> {
+        self.steps += 1;
+        if let Some(limit) = self.budget.states {
+            if self.states >= limit {
+                return Some(Exhausted::States(limit));
+            }
+        }
+        if self.steps % 256 == 1 {
+            return self.exhausted();
+        }
+        None
     }
 
     /// The budget that ran out, if one did.
@@ -257,6 +282,7 @@ impl Meter {
 /// Judges `history`.
 pub fn check(history: &History, options: &CheckOptions) -> Verdict {
     let mut meter = Meter::new(options.budget);
+    let prepared = intern::Prepared::new(history);
     let windows = Windows::derive(history);
     let parts = partition(history, &windows);
     let stats = |meter: &Meter| Stats {
@@ -268,14 +294,26 @@ pub fn check(history: &History, options: &CheckOptions) -> Verdict {
     if options.prechecks {
         for part in &parts {
             if let Some(v) = precheck::run(history, part) {
-                return Verdict::Violation(Box::new(v));
+                return Verdict::Violation(Box::new(diagnosed(
+                    history, &prepared, part, &parts, v, options,
+                )));
             }
         }
     }
     for part in &parts {
-        match search::search(&options.spec, history, part, &mut meter) {
+        let cx = intern::Ctx {
+            spec: &options.spec,
+            history,
+            prepared: &prepared,
+            part,
+        };
+        match search::search(cx, &mut meter) {
             search::Outcome::Linearizable => {}
-            search::Outcome::Violation(v) => return Verdict::Violation(v),
+            search::Outcome::Violation(v) => {
+                return Verdict::Violation(Box::new(diagnosed(
+                    history, &prepared, part, &parts, *v, options,
+                )))
+            }
             search::Outcome::Exhausted(exhausted) => {
                 return Verdict::Unknown(Box::new(Spent {
                     exhausted,
@@ -286,4 +324,47 @@ pub fn check(history: &History, options: &CheckOptions) -> Verdict {
         }
     }
     Verdict::Linearizable(stats(&meter))
+}
+
+/// `v` with the known bug class that explains its partition, if diagnosis is on and finds
+/// one: its invariant replaces the symptom's.
+fn diagnosed(
+    history: &History,
+    prepared: &intern::Prepared,
+    part: &Partition,
+    parts: &[Partition],
+    mut v: Violation,
+    options: &CheckOptions,
+) -> Violation {
+    let Some(time) = options.diagnosis else {
+        return v;
+    };
+    if options.spec != Spec::CORRECT {
+        return v;
+    }
+    if let Some(m) = diagnose::diagnose(history, prepared, part, parts, v.invariant, time) {
+        if let Some(inv) = m.expected() {
+            if inv != v.invariant {
+                v.explanation.push_str(&format!(
+                    "The first symptom points to invariant {} ({}), but the history is \
+                     consistent with a known bug class that breaks invariant {} instead.\n",
+                    v.invariant.number(),
+                    v.invariant,
+                    inv.number()
+                ));
+            }
+            v.explanation.push_str(&format!(
+                "Diagnosis: the history is consistent with the known bug \"{}\": {}; this breaks \
+                 invariant {} ({}): {}\n",
+                m.name(),
+                m.description(),
+                inv.number(),
+                inv,
+                inv.statement()
+            ));
+            v.invariant = inv;
+        }
+        v.diagnosis = Some(m);
+    }
+    v
 }

@@ -142,6 +142,16 @@ pub struct Entry {
     /// Restarts whose start precedes `call`: an unknown effect can only happen before the
     /// next restart kills its session.
     pub crash_gen: u32,
+    /// The transaction of an op.
+    pub txn: Option<TxnId>,
+}
+
+impl Entry {
+    /// An entry whose effect may happen at any point after its call, or never (an unknown
+    /// outcome): the search keeps it pending instead of choosing its place.
+    pub fn is_open_ended(&self) -> bool {
+        self.ret.is_none()
+    }
 }
 
 /// Keys that interact, and the entries on them.
@@ -194,32 +204,32 @@ pub fn partition(history: &History, windows: &Windows) -> Vec<Partition> {
             ret: (!unknown).then_some(op.complete),
             window: windows.ops[i],
             crash_gen: crash_gen(op.invoke),
+            txn: op.txn,
         });
     }
-    // transaction ends (a transaction without a record ended unknown)
+    // transaction ends (a transaction without a record ended unknown), each after every
+    // op of its transaction
     for (txn, group) in &txn_group {
         let record = history.txn(*txn);
+        let (first, last) = txn_span[txn];
+        let after_ops = last.map_or(first, |l| l + 1);
         let (end, call, ret) = match record {
             Some(r) => (
                 r.end,
-                r.end_invoke,
-                (r.end != TxnEnd::Unknown).then_some(r.end_complete),
+                r.end_invoke.max(after_ops),
+                (r.end != TxnEnd::Unknown).then_some(r.end_complete.max(after_ops)),
             ),
-            None => (
-                TxnEnd::Unknown,
-                txn_span[txn].1.unwrap_or(txn_span[txn].0),
-                None,
-            ),
+            None => (TxnEnd::Unknown, after_ops, None),
         };
-        let window = Span::point(FAR_PAST);
         let p = part_of(&mut parts, group.clone(), &groups);
         p.txn_end.insert(*txn, p.entries.len());
         p.entries.push(Entry {
             kind: EntryKind::TxnEnd { txn: *txn, end },
             call,
             ret,
-            window,
-            crash_gen: crash_gen(record.map_or(txn_span[txn].0, |r| r.begin)),
+            window: Span::point(FAR_PAST),
+            crash_gen: crash_gen(record.map_or(first, |r| r.begin)),
+            txn: Some(*txn),
         });
     }
     // nemesis events: restarts reach every partition, lapses their key's
@@ -233,6 +243,7 @@ pub fn partition(history: &History, windows: &Windows) -> Vec<Partition> {
             },
             window: windows.nemeses[i],
             crash_gen: gen,
+            txn: None,
         };
         match &n.effect {
             NemesisEffect::None => {}
@@ -338,5 +349,32 @@ impl Groups {
 
     fn members(&self, group: &str) -> Vec<String> {
         self.members.get(group).cloned().unwrap_or_default()
+    }
+}
+
+/// All partitions as one (every key together), for linearizers that must see keys interact
+/// (a diagnosis of writes that ignore their key; the brute-force differential test).
+pub fn merge(parts: &[Partition]) -> Partition {
+    let mut keys = Vec::new();
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut txn_end = BTreeMap::new();
+    for p in parts {
+        keys.extend(p.keys.iter().cloned());
+        for e in &p.entries {
+            // restarts are copied into every partition: keep one
+            if matches!(e.kind, EntryKind::Nemesis(_)) && entries.iter().any(|x| x.kind == e.kind) {
+                continue;
+            }
+            if let EntryKind::TxnEnd { txn, .. } = e.kind {
+                txn_end.insert(txn, entries.len());
+            }
+            entries.push(*e);
+        }
+    }
+    keys.sort();
+    Partition {
+        keys,
+        entries,
+        txn_end,
     }
 }

@@ -14,12 +14,37 @@
 //! branches on effects, only on order.
 
 use super::explain;
+use super::intern::Ctx;
 use super::partition::Partition;
-use super::state::{apply, PState};
+use super::state::{apply, call_open_ended, closure, PState};
 use super::{Exhausted, Meter, Violation};
 use crate::history::History;
-use crate::spec::Spec;
 use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// FxHash (rustc's): the memo hashes large keys millions of times, SipHash is too slow.
+#[derive(Default)]
+struct Fx(u64);
+
+impl Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Memo = HashSet<(Bits, Vec<PState>), BuildHasherDefault<Fx>>;
 
 pub(crate) enum Outcome {
     Linearizable,
@@ -143,28 +168,22 @@ pub(crate) struct Deepest {
     pub(crate) blocking: usize,
 }
 
-/// Searches `part` for a linearization.
-pub(crate) fn search(
-    spec: &Spec,
-    history: &History,
-    part: &Partition,
-    meter: &mut Meter,
-) -> Outcome {
+/// Searches `cx.part` for a linearization.
+pub(crate) fn search(cx: Ctx<'_>, meter: &mut Meter) -> Outcome {
+    let (history, part) = (cx.history, cx.part);
     let n = part.entries.len();
     let mut ev = Events::new(part);
     let mut states = vec![PState::default()];
     let mut bits = Bits::new(n);
-    let mut memo: HashSet<(Bits, Vec<PState>)> = HashSet::new();
+    let mut memo = Memo::default();
     let mut stack: Vec<(usize, Vec<PState>)> = Vec::new();
     let mut deepest: Option<Deepest> = None;
     let mut cursor = ev.next[ev.head];
-    let mut steps: u64 = 0;
+    // the states with pending entries fired, computed once per position
+    let mut closed: Option<Vec<PState>> = None;
     loop {
-        steps += 1;
-        if steps % 1024 == 0 {
-            if let Some(e) = meter.exhausted() {
-                return Outcome::Exhausted(e);
-            }
+        if let Some(e) = meter.tick() {
+            return Outcome::Exhausted(e);
         }
         if cursor == NIL {
             return Outcome::Linearizable;
@@ -173,11 +192,18 @@ pub(crate) fn search(
         let i = ev.entry[node];
         if ev.is_call[node] {
             let ended = txn_ended(history, part, &bits, i);
-            if let Some(next) = step(spec, history, part, &states, i, ended) {
+            let next = if part.entries[i].is_open_ended() {
+                Some(pend(cx, &states, i, ended))
+            } else {
+                let from = closed.get_or_insert_with(|| closure(cx, &states));
+                step(cx, from, i, ended)
+            };
+            if let Some(next) = next {
                 bits.set(i);
                 if memo.insert((bits.clone(), next.clone())) {
                     meter.states += 1;
                     stack.push((node, std::mem::replace(&mut states, next)));
+                    closed = None;
                     ev.lift(node);
                     cursor = ev.next[ev.head];
                     continue;
@@ -206,10 +232,11 @@ pub(crate) fn search(
                     states,
                     blocking: i,
                 });
-                return Outcome::Violation(Box::new(explain::violation(spec, history, part, &d)));
+                return Outcome::Violation(Box::new(explain::violation(cx, &d)));
             };
             bits.clear(ev.entry[call]);
             states = prev;
+            closed = None;
             ev.unlift(call);
             cursor = ev.next[call];
         }
@@ -227,19 +254,23 @@ pub(crate) fn txn_ended(history: &History, part: &Partition, bits: &Bits, i: usi
         .is_some_and(|end| bits.get(*end))
 }
 
-/// Places entry `i` after `states`: the states it leads to, or `None` when none.
-pub(crate) fn step(
-    spec: &Spec,
-    history: &History,
-    part: &Partition,
-    states: &[PState],
-    i: usize,
-    txn_ended: bool,
-) -> Option<Vec<PState>> {
-    let entry = &part.entries[i];
+/// The open-ended entry `i` is called after `states`: it becomes pending in each.
+fn pend(cx: Ctx<'_>, states: &[PState], i: usize, ended: bool) -> Vec<PState> {
+    let mut out: Vec<PState> = states
+        .iter()
+        .map(|s| call_open_ended(cx, i, s, ended))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Places entry `i` after `closed` (states with their pending entries fired, see
+/// [`closure`]): the states it leads to, or `None` when none.
+fn step(cx: Ctx<'_>, closed: &[PState], i: usize, txn_ended: bool) -> Option<Vec<PState>> {
     let mut out: Vec<PState> = Vec::new();
-    for s in states {
-        if let Ok(next) = apply(spec, history, entry, s, txn_ended, false) {
+    for s in closed {
+        if let Ok(next) = apply(cx, i, s, txn_ended, false) {
             out.extend(next);
         }
     }

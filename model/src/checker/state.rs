@@ -16,25 +16,34 @@
 //! - **Restarts**: committed state stands ([`Spec::crash`], [`Spec::restart`]), pending
 //!   writes are lost, and an unknown op can only have taken effect before the restart that
 //!   ended its session.
+//! - **Unknown outcomes** (open-ended entries): from its call on, such an entry is
+//!   *pending* in the state; before any later step it may fire ([`closure`]), or never. So
+//!   a linearizer never has to choose where to place it (Knossos does the same).
 
+use super::intern::{Ctx, Sym};
 use super::partition::{Entry, EntryKind};
-use crate::history::{History, NemesisEffect, TxnEnd, TxnId};
+use crate::history::{NemesisEffect, TxnEnd, TxnId};
 use crate::invariant::Invariant;
-use crate::spec::{Judgement, KeyState, Mismatch, Op, Outcome, Spec, Store};
+use crate::spec::{Judgement, KeyState, Mismatch, Op, Outcome, Store};
 use crate::time::{Span, Ts};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Keys and owners as the checker keeps them.
+pub type S = Store<Sym, Sym>;
 
 /// One possible state of a partition during a linearization.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PState {
     /// Committed lease state.
-    pub committed: Store<String, String>,
+    pub committed: S,
     /// Pending writes of open transactions (each key in a map is row-locked by it).
-    pub open: BTreeMap<TxnId, BTreeMap<String, KeyState<String>>>,
+    pub open: BTreeMap<TxnId, BTreeMap<Sym, KeyState<Sym>>>,
     /// The earliest instant the next write may take effect at.
     pub floor: Ts,
     /// Restarts applied so far.
     pub crashes: u32,
+    /// Open-ended entries called but not fired yet (entry indices, sorted).
+    pub pending: Vec<usize>,
 }
 
 /// Why an entry cannot be placed next in a state.
@@ -43,7 +52,7 @@ pub enum Reject {
     /// The spec does not allow the observed outcome.
     Spec(Mismatch),
     /// The op writes `key`, which an open transaction has row-locked.
-    Locked { txn: TxnId, key: String },
+    Locked { txn: TxnId, key: Sym },
     /// The op writes, but every instant its observation allows is before `floor`, the
     /// instant of a write to the key already placed.
     TooEarly { at: Ts, floor: Ts },
@@ -51,7 +60,7 @@ pub enum Reject {
 
 impl Reject {
     /// The invariant the rejection points to, for the op `call` that was rejected.
-    pub fn invariant(&self, call: Option<&Op<String, String>>) -> Invariant {
+    pub fn invariant<K, O>(&self, call: Option<&Op<K, O>>) -> Invariant {
         match self {
             Reject::Spec(m) => m.invariant,
             Reject::TooEarly { .. } => match call {
@@ -67,37 +76,20 @@ impl Reject {
     }
 }
 
-impl std::fmt::Display for Reject {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Reject::Spec(m) => write!(f, "{m}"),
-            Reject::Locked { txn, key } => write!(
-                f,
-                "it writes key {key:?}, which open transaction {txn} has row-locked"
-            ),
-            Reject::TooEarly { at, floor } => write!(
-                f,
-                "its observation places it at {at}, before the instant {floor} of a write to \
-                 the key placed before it"
-            ),
-        }
-    }
-}
-
 impl PState {
     /// The store an op of transaction `txn` (or of no transaction) sees.
-    fn view(&self, txn: Option<TxnId>) -> Store<String, String> {
+    fn view(&self, txn: Option<TxnId>) -> S {
         let mut view = self.committed.clone();
         if let Some(writes) = txn.and_then(|t| self.open.get(&t)) {
             for (k, st) in writes {
-                view.set(k.clone(), st.clone());
+                view.set(*k, st.clone());
             }
         }
         view
     }
 
     /// The open transaction other than `txn` that row-locks `key`.
-    fn locker(&self, key: &str, txn: Option<TxnId>) -> Option<TxnId> {
+    fn locker(&self, key: &Sym, txn: Option<TxnId>) -> Option<TxnId> {
         self.open
             .iter()
             .find(|(t, w)| Some(**t) != txn && w.contains_key(key))
@@ -105,86 +97,130 @@ impl PState {
     }
 }
 
-/// Places `entry` next in `state`: every state it can lead to (never empty), or why it
+/// Places entry `i` next in `state`: every state it can lead to (never empty), or why it
 /// cannot be placed. `txn_ended`: the end of the op's transaction is already placed.
-/// `detail`: build the mismatch texts (slower; for explanations).
+/// `detail`: build the mismatch texts (slower; for explanations). An open-ended entry
+/// placed here takes effect here (or, for an unknown outcome, possibly never).
 pub fn apply(
-    spec: &Spec,
-    history: &History,
-    entry: &Entry,
+    cx: Ctx<'_>,
+    i: usize,
     state: &PState,
     txn_ended: bool,
     detail: bool,
 ) -> Result<Vec<PState>, Reject> {
+    let entry = &cx.part.entries[i];
     match entry.kind {
-        EntryKind::Op(i) => {
-            let op = &history.ops[i];
+        EntryKind::Op(o) => {
+            let (op, outcome) = &cx.prepared.ops[o];
             let call = Call {
-                op: &op.call,
-                txn: op.txn,
-                outcome: op.result.outcome(),
+                op,
+                txn: entry.txn,
+                outcome,
             };
-            apply_call(spec, entry, state, &call, txn_ended, detail)
+            apply_call(cx, entry, state, &call, txn_ended, detail)
         }
-        EntryKind::TxnEnd { txn, end } => Ok(apply_end(spec, entry, state, txn, end)),
-        EntryKind::Nemesis(i) => match &history.nemeses[i].effect {
-            NemesisEffect::None => Ok(vec![state.clone()]),
-            NemesisEffect::Restart { clean, .. } => {
+        EntryKind::TxnEnd { txn, end } => Ok(apply_end(cx, i, state, txn, end)),
+        EntryKind::Nemesis(n) => match (&cx.history.nemeses[n].effect, cx.prepared.lapse_keys[n]) {
+            (NemesisEffect::Restart { clean, .. }, _) => {
                 let mut next = state.clone();
                 if !clean {
-                    next.committed = spec.crash(&next.committed);
+                    next.committed = cx.spec.crash(&next.committed);
                 }
-                next.committed = spec.restart(&next.committed, entry.window);
+                next.committed = cx.spec.restart(&next.committed, entry.window);
                 next.open.clear();
+                next.pending.clear();
                 next.crashes += 1;
                 Ok(vec![next])
             }
-            NemesisEffect::Lapse { key, applied, .. } => {
-                let op = Op::expire(key.clone());
+            (NemesisEffect::Lapse { applied, .. }, Some(key)) => {
+                let op = Op::expire(key);
+                let outcome = if applied.is_some() {
+                    Outcome::Injected
+                } else {
+                    Outcome::Unknown
+                };
                 let call = Call {
                     op: &op,
                     txn: None,
-                    outcome: if applied.is_some() {
-                        Outcome::Injected
-                    } else {
-                        Outcome::Unknown
-                    },
+                    outcome: &outcome,
                 };
-                apply_call(spec, entry, state, &call, false, detail)
+                apply_call(cx, entry, state, &call, false, detail)
             }
+            _ => Ok(vec![state.clone()]),
         },
     }
 }
 
+/// The open-ended entry `i` is called in `state`: it becomes pending, unless its session
+/// or transaction is already gone (then it can never take effect) or it cannot write.
+pub fn call_open_ended(cx: Ctx<'_>, i: usize, state: &PState, txn_ended: bool) -> PState {
+    let entry = &cx.part.entries[i];
+    let mut next = state.clone();
+    let never_writes = matches!(entry.kind, EntryKind::Op(o)
+        if matches!(cx.prepared.ops[o].0, Op::Inspect { .. }));
+    if !txn_ended && state.crashes == entry.crash_gen && !never_writes {
+        if let Err(at) = next.pending.binary_search(&i) {
+            next.pending.insert(at, i);
+        }
+    }
+    next
+}
+
+/// Every state reachable from `states` by firing pending entries (any of them, in any
+/// order), the states themselves included.
+pub fn closure(cx: Ctx<'_>, states: &[PState]) -> Vec<PState> {
+    if states.iter().all(|s| s.pending.is_empty()) {
+        return states.to_vec();
+    }
+    let mut seen: BTreeSet<PState> = states.iter().cloned().collect();
+    let mut frontier: Vec<PState> = states.to_vec();
+    while let Some(s) = frontier.pop() {
+        for &e in &s.pending {
+            let mut base = s.clone();
+            base.pending.retain(|x| *x != e);
+            let Ok(fired) = apply(cx, e, &base, false, false) else {
+                continue;
+            };
+            for f in fired {
+                if f != base && seen.insert(f.clone()) {
+                    frontier.push(f);
+                }
+            }
+        }
+    }
+    seen.into_iter().collect()
+}
+
 struct Call<'a> {
-    op: &'a Op<String, String>,
+    op: &'a Op<Sym, Sym>,
     txn: Option<TxnId>,
-    outcome: Outcome<String>,
+    outcome: &'a Outcome<Sym>,
 }
 
 fn apply_call(
-    spec: &Spec,
+    cx: Ctx<'_>,
     entry: &Entry,
     state: &PState,
     call: &Call<'_>,
     txn_ended: bool,
     detail: bool,
 ) -> Result<Vec<PState>, Reject> {
-    let unknown = call.outcome == Outcome::Unknown;
+    let unknown = *call.outcome == Outcome::Unknown;
     if unknown && (txn_ended || state.crashes != entry.crash_gen) {
         // Its session or transaction is gone: it can no longer take effect.
         return Ok(vec![state.clone()]);
     }
     let view = state.view(call.txn);
     let judge = |w: Span| {
-        spec.judge_with(&view, call.op, w, &call.outcome, detail)
+        cx.spec
+            .judge_with(&view, call.op, w, call.outcome, detail)
             .map_err(Reject::Spec)
     };
     let window = entry.window;
     let all = judge(window)?;
     // Writes must not be placed before the key's last write: judge them again on the part
     // of the window from the floor on.
-    let writes: Vec<Judgement<String, String>> = if state.floor <= window.t0() {
+    let writes: Vec<Judgement<Sym, Sym>> = if state.floor <= window.t0() {
         all.iter().filter(|j| j.writes).cloned().collect()
     } else if state.floor <= window.t1() {
         let clipped = Span::new(state.floor, window.t1()).unwrap_or(window);
@@ -199,12 +235,11 @@ fn apply_call(
     for j in all.iter().filter(|j| !j.writes) {
         out.push(settle(state, call.txn, &view, j, false));
     }
-    let any_write = all.iter().any(|j| j.writes);
     for j in &writes {
         let changed = view.diff(&j.store);
         if let Some((txn, key)) = changed
             .iter()
-            .find_map(|(k, _)| state.locker(k, call.txn).map(|t| (t, k.clone())))
+            .find_map(|(k, _)| state.locker(k, call.txn).map(|t| (t, *k)))
         {
             reject.get_or_insert(Reject::Locked { txn, key });
             continue;
@@ -212,24 +247,18 @@ fn apply_call(
         out.push(settle(state, call.txn, &view, j, true));
     }
     if out.is_empty() {
-        if any_write && reject.is_none() {
-            let at = all
-                .iter()
-                .filter(|j| j.writes)
-                .map(|j| j.at)
-                .max()
-                .unwrap_or(window.t1());
-            reject = Some(Reject::TooEarly {
+        let at = all.iter().filter(|j| j.writes).map(|j| j.at).max();
+        return Err(match (reject, at) {
+            (Some(r), _) => r,
+            (None, Some(at)) => Reject::TooEarly {
                 at,
                 floor: state.floor,
-            });
-        }
-        return Err(reject.unwrap_or_else(|| {
-            Reject::Spec(Mismatch {
+            },
+            (None, None) => Reject::Spec(Mismatch {
                 invariant: Invariant::PrecedenceAndIsolation,
                 detail: "no state allows the op".to_string(),
-            })
-        }));
+            }),
+        });
     }
     out.sort();
     out.dedup();
@@ -242,8 +271,8 @@ fn apply_call(
 fn settle(
     state: &PState,
     txn: Option<TxnId>,
-    view: &Store<String, String>,
-    j: &Judgement<String, String>,
+    view: &S,
+    j: &Judgement<Sym, Sym>,
     wrote: bool,
 ) -> PState {
     let mut next = state.clone();
@@ -261,19 +290,23 @@ fn settle(
     next
 }
 
-fn apply_end(spec: &Spec, entry: &Entry, state: &PState, txn: TxnId, end: TxnEnd) -> Vec<PState> {
-    let writes: Vec<(String, KeyState<String>)> = state
+fn apply_end(cx: Ctx<'_>, i: usize, state: &PState, txn: TxnId, end: TxnEnd) -> Vec<PState> {
+    let entry = &cx.part.entries[i];
+    let writes: Vec<(Sym, KeyState<Sym>)> = state
         .open
         .get(&txn)
-        .map(|w| w.iter().map(|(k, s)| (k.clone(), s.clone())).collect())
+        .map(|w| w.iter().map(|(k, s)| (*k, s.clone())).collect())
         .unwrap_or_default();
     let finish = |commit: bool| {
         let mut next = state.clone();
         next.open.remove(&txn);
+        // the transaction's unknown ops can no longer take effect
+        next.pending
+            .retain(|p| *p == i || cx.part.entries[*p].txn != Some(txn));
         next.committed = if commit {
-            spec.commit(&state.committed, &writes)
+            cx.spec.commit(&state.committed, &writes)
         } else {
-            spec.abort(&state.committed, &writes)
+            cx.spec.abort(&state.committed, &writes)
         };
         next
     };
