@@ -1,18 +1,21 @@
 //! A typed tokio-postgres client for pg_lease, with error classification.
 //!
 //! The functions take any [`GenericClient`] (a client or an open transaction)
-//! and return typed outcomes. Errors are classified so that a fault is never
-//! mistaken for an answer: a server-reported error means the statement did
-//! not take effect; a lost connection, a terminated backend or a client-side
-//! timeout means the outcome is unknown ([`LeaseError::OutcomeUnknown`]).
+//! and return typed outcomes. Errors are classified by the one error-fate
+//! table ([`model::fate`], through [`crate::fate`]) so that a fault is never
+//! mistaken for an answer: a definite failure means the statement did not
+//! take effect; a lost connection, a terminated backend or a client-side
+//! timeout means the outcome is unknown ([`LeaseError::OutcomeUnknown`]); bad
+//! SQL or a misused driver is the harness's own bug ([`LeaseError::HarnessBug`]).
 
 use chrono::{DateTime, Utc};
+use model::fate::{
+    BugCause, Condition, Failure, Fate, UnknownCause, INVALID_PARAMETER_VALUE, QUERY_CANCELED,
+};
+use std::future::Future;
 use std::time::Duration;
-use tokio_postgres::error::SqlState;
+use tokio_postgres::error::DbError;
 use tokio_postgres::GenericClient;
-
-/// The message prefix pg_lease uses for an exhausted wait (SQLSTATE 57014).
-pub const WAIT_EXHAUSTED_PREFIX: &str = "lease.acquire: wait of ";
 
 /// Result of `lease.acquire`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,20 +86,33 @@ pub enum LeaseError {
     /// 57014 from a cancel or statement_timeout: the statement did not take effect.
     #[error("statement canceled: {message}")]
     Canceled { message: String },
-    /// 40001 / 40P01: the statement (and its transaction) was rolled back; retryable.
-    #[error("rolled back ({code}): {message}")]
-    RolledBack { code: String, message: String },
-    /// The connection was lost (no answer, class 08, 57P01-57P03) or the
-    /// client gave up waiting: the call may or may not have taken effect.
-    #[error("outcome unknown: {reason}")]
+    /// Any other definite failure: the statement (and its transaction) did not
+    /// take effect. `transient` when trying again may succeed (40001, 40P01,
+    /// 55P03, class 53, ...).
+    #[error("server error {code}: {message}")]
+    Failed {
+        code: String,
+        message: String,
+        transient: bool,
+    },
+    /// The call may or may not have taken effect: the connection was lost,
+    /// the server ended the session, or the client gave up waiting.
+    #[error("outcome unknown ({cause:?}): {detail}")]
     OutcomeUnknown {
-        reason: String,
+        cause: UnknownCause,
+        detail: String,
         #[source]
         source: Option<tokio_postgres::Error>,
     },
-    /// Any other server error: the statement did not take effect.
-    #[error("server error {code}: {message}")]
-    Server { code: String, message: String },
+    /// The harness itself is wrong (SQL the server rejects as such, a
+    /// parameter or column of the wrong type): neither an answer nor a fault.
+    #[error("harness bug ({cause:?}): {detail}")]
+    HarnessBug {
+        cause: BugCause,
+        detail: String,
+        #[source]
+        source: Option<tokio_postgres::Error>,
+    },
     /// The server answered something pg_lease never returns.
     #[error("unexpected result from pg_lease: {0}")]
     Unexpected(String),
@@ -111,56 +127,95 @@ impl LeaseError {
     /// The SQLSTATE the server reported, if any.
     pub fn code(&self) -> Option<&str> {
         match self {
-            LeaseError::InvalidInput { .. } => Some("22023"),
-            LeaseError::WaitExhausted { .. } | LeaseError::Canceled { .. } => Some("57014"),
-            LeaseError::RolledBack { code, .. } | LeaseError::Server { code, .. } => Some(code),
-            LeaseError::OutcomeUnknown { .. } | LeaseError::Unexpected(_) => None,
+            LeaseError::InvalidInput { .. } => Some(INVALID_PARAMETER_VALUE),
+            LeaseError::WaitExhausted { .. } | LeaseError::Canceled { .. } => Some(QUERY_CANCELED),
+            LeaseError::Failed { code, .. } => Some(code),
+            LeaseError::OutcomeUnknown { source, .. } | LeaseError::HarnessBug { source, .. } => {
+                source.as_ref().and_then(|e| e.code()).map(|c| c.code())
+            }
+            LeaseError::Unexpected(_) => None,
         }
     }
 }
 
-/// Classifies a tokio-postgres error.
+/// Classifies a tokio-postgres error by its fate ([`crate::fate::fate`]).
 pub fn classify(err: tokio_postgres::Error) -> LeaseError {
-    let Some(db) = err.as_db_error() else {
-        // No server answer: closed connection, I/O error, protocol failure.
-        return LeaseError::OutcomeUnknown {
-            reason: err.to_string(),
-            source: Some(err),
-        };
-    };
-    let code = db.code().clone();
+    let fate = crate::fate::fate(&err);
+    if let (Fate::Failed(failure), Some(db)) = (fate, err.as_db_error()) {
+        return refused(db, failure);
+    }
+    let detail = describe(&err);
+    without_answer(fate, detail, Some(err))
+}
+
+/// The error for a call the harness stopped waiting for after `after`: the
+/// statement may still run, so its outcome is unknown.
+pub fn timed_out(after: Duration) -> LeaseError {
+    let detail = format!("no answer within the client timeout of {after:?}");
+    without_answer(model::fate::of(Condition::ClientTimeout), detail, None)
+}
+
+/// Runs `call`, giving up after `after` with [`timed_out`].
+pub async fn within<T>(
+    after: Duration,
+    call: impl Future<Output = Result<T, LeaseError>>,
+) -> Result<T, LeaseError> {
+    tokio::time::timeout(after, call)
+        .await
+        .unwrap_or_else(|_| Err(timed_out(after)))
+}
+
+/// A definite failure the server reported, named by what pg_lease means by it.
+fn refused(db: &DbError, failure: Failure) -> LeaseError {
+    let code = db.code().code();
     let message = db.message().to_string();
-    if code == SqlState::INVALID_PARAMETER_VALUE {
-        LeaseError::InvalidInput {
+    match code {
+        INVALID_PARAMETER_VALUE => LeaseError::InvalidInput {
             message,
             detail: db.detail().unwrap_or_default().to_string(),
-        }
-    } else if code == SqlState::QUERY_CANCELED {
-        if message.starts_with(WAIT_EXHAUSTED_PREFIX) {
+        },
+        QUERY_CANCELED if model::fate::is_wait_exhausted(code, &message) => {
             LeaseError::WaitExhausted { message }
-        } else {
-            LeaseError::Canceled { message }
         }
-    } else if code == SqlState::T_R_SERIALIZATION_FAILURE || code == SqlState::T_R_DEADLOCK_DETECTED
-    {
-        LeaseError::RolledBack {
-            code: code.code().to_string(),
+        QUERY_CANCELED => LeaseError::Canceled { message },
+        _ => LeaseError::Failed {
+            code: code.to_string(),
             message,
+            transient: failure.transient,
+        },
+    }
+}
+
+/// The error for a fate without a server's refusal to name.
+fn without_answer(fate: Fate, detail: String, source: Option<tokio_postgres::Error>) -> LeaseError {
+    match fate {
+        Fate::Unknown(cause) => LeaseError::OutcomeUnknown {
+            cause,
+            detail,
+            source,
+        },
+        Fate::HarnessBug(cause) => LeaseError::HarnessBug {
+            cause,
+            detail,
+            source,
+        },
+        // The table gives these only for a SQLSTATE, which a server's error
+        // carries: an error judged so without one is not pg_lease's answer.
+        Fate::Ok | Fate::Failed(_) => {
+            LeaseError::Unexpected(format!("{detail}, judged {fate} without a server error"))
         }
-    } else if code.code().starts_with("08")
-        || code == SqlState::ADMIN_SHUTDOWN
-        || code == SqlState::CRASH_SHUTDOWN
-        || code == SqlState::CANNOT_CONNECT_NOW
-    {
-        LeaseError::OutcomeUnknown {
-            reason: format!("{}: {message}", code.code()),
-            source: Some(err),
-        }
-    } else {
-        LeaseError::Server {
-            code: code.code().to_string(),
-            message,
-        }
+    }
+}
+
+/// A driver error for people: the server's code and message, or the
+/// driver's kind and its cause (tokio-postgres prints the two separately).
+fn describe(err: &tokio_postgres::Error) -> String {
+    if let Some(db) = err.as_db_error() {
+        return format!("{}: {}", db.code().code(), db.message());
+    }
+    match std::error::Error::source(err) {
+        Some(cause) => format!("{err}: {cause}"),
+        None => err.to_string(),
     }
 }
 
@@ -191,8 +246,11 @@ fn get<'a, T: tokio_postgres::types::FromSql<'a>>(
     row: &'a tokio_postgres::Row,
     idx: usize,
 ) -> Result<T, LeaseError> {
+    // A column that does not decode is pg_lease's answer not having its
+    // documented shape (a NULL where none is allowed, another type): that is
+    // what `Unexpected` reports, where `classify` would blame the harness.
     row.try_get(idx)
-        .map_err(|e| LeaseError::Unexpected(e.to_string()))
+        .map_err(|e| LeaseError::Unexpected(describe(&e)))
 }
 
 /// `lease.acquire(key, owner, ttl, wait)`.
@@ -315,4 +373,58 @@ pub async fn server_now<C: GenericClient>(c: &C) -> Result<DateTime<Utc>, LeaseE
         .await
         .map_err(classify)?;
     get(&row, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::str::FromStr;
+
+    #[test]
+    fn a_client_timeout_is_an_unknown_outcome() {
+        let err = timed_out(Duration::from_millis(250));
+        assert!(err.is_unknown());
+        assert!(matches!(
+            err,
+            LeaseError::OutcomeUnknown {
+                cause: UnknownCause::ClientTimeout,
+                source: None,
+                ..
+            }
+        ));
+        assert_eq!(err.code(), None);
+    }
+
+    #[tokio::test]
+    async fn within_gives_up_with_an_unknown_outcome() {
+        let never = std::future::pending::<Result<(), LeaseError>>();
+        let err = within(Duration::from_millis(20), never)
+            .await
+            .expect_err("a pending call cannot finish");
+        assert!(matches!(
+            err,
+            LeaseError::OutcomeUnknown {
+                cause: UnknownCause::ClientTimeout,
+                ..
+            }
+        ));
+        let answered = within(Duration::from_secs(5), async { Ok::<_, LeaseError>(7) }).await;
+        assert!(matches!(answered, Ok(7)));
+    }
+
+    #[test]
+    fn a_driver_misuse_is_a_harness_bug_not_an_unknown_outcome() {
+        let err = tokio_postgres::Config::from_str("port=not-a-number")
+            .expect_err("a port must be a number");
+        let classified = classify(err);
+        assert!(!classified.is_unknown());
+        assert!(matches!(
+            classified,
+            LeaseError::HarnessBug {
+                cause: BugCause::DriverMisuse,
+                source: Some(_),
+                ..
+            }
+        ));
+    }
 }

@@ -642,7 +642,7 @@ async fn wait_exhaustion_is_57014_and_distinct_from_a_cancel(ctx: &Ctx<'_>) -> C
         .map_err(pg)?;
     match &r {
         Err(LeaseError::Canceled { message })
-            if !message.starts_with(client::WAIT_EXHAUSTED_PREFIX) => {}
+            if !message.starts_with(model::fate::WAIT_EXHAUSTED_PREFIX) => {}
         other => {
             return Err(format!(
                 "statement_timeout during a wait: {other:?}, expected a plain cancel"

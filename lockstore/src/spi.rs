@@ -130,8 +130,9 @@ pub enum StoreError {
     #[error(transparent)]
     Contention(#[from] Contention),
 
-    /// A bug or bad input (a constraint violation, an unknown table, a type
-    /// mismatch, ...): the driver's error, returned unchanged. Never retried.
+    /// A bug, bad input or a refusal that would repeat (a constraint
+    /// violation, an unknown table, a type mismatch, ...): the driver's
+    /// error, returned unchanged. Never retried.
     #[error(transparent)]
     Programming(tokio_postgres::Error),
 
@@ -230,37 +231,49 @@ impl std::error::Error for Contention {
     }
 }
 
-/// Why a call's outcome is unknown (`specs/LOCKSTORE.md` §6).
+/// Why a call may be tried again (`specs/LOCKSTORE.md` §6): the fate the
+/// one error-fate table ([`model::fate`]) gave it, named. An unknown outcome
+/// is named by the fate's cause; a transient failure, whose fate carries no
+/// cause, by its SQLSTATE.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ContentionReason {
     /// 40001 serialization_failure.
     Serialization,
     /// 40P01 deadlock_detected.
     Deadlock,
-    /// 40003 statement_completion_unknown.
-    CompletionUnknown,
-    /// Class 08, connection exception.
-    ConnectionFailure(SqlState),
     /// 57014 query_canceled (statement_timeout, a cancel request).
     QueryCanceled,
     /// 55P03 lock_not_available (lock_timeout).
     LockTimeout,
-    /// The server ended the session: 57P01 admin_shutdown, 57P02
-    /// crash_shutdown, 57P05 idle_session_timeout.
-    SessionTerminated(SqlState),
-    /// The server refused a connection for now: 57P03 cannot_connect_now,
-    /// 53300 too_many_connections.
+    /// Class 53, insufficient resources (53300 too_many_connections, disk
+    /// full, out of memory, ...): the server refused for now.
     ServerUnavailable(SqlState),
+    /// 40003 statement_completion_unknown.
+    CompletionUnknown,
+    /// Class 08, connection exception.
+    ConnectionFailure(SqlState),
+    /// The server ended the session (57P01 admin_shutdown, 57P02
+    /// crash_shutdown, 57P05 idle_session_timeout, 25P03
+    /// idle_in_transaction_session_timeout) or would not start one (57P03
+    /// cannot_connect_now).
+    SessionTerminated(SqlState),
     /// The connection closed without a SQLSTATE (a crash, a cut, a
     /// connection that had already ended).
     ConnectionClosed,
-    /// A socket error (connecting or communicating) without a SQLSTATE.
+    /// A socket error (connecting or communicating) or an unparsable message
+    /// from the server, without a SQLSTATE.
     ConnectionIo,
-    /// The protocol stream broke (an unexpected or unparsable message).
-    Protocol,
     /// A client-side timeout: the store's per-call timeout (`after` is it),
-    /// or the driver's own (`after` unknown). A pool timeout would be one too.
+    /// or one of unknown length. A pool timeout would be one too.
     ClientTimeout { after: Option<Duration> },
+    /// The call was dropped before its answer arrived.
+    Abandoned,
+    /// Any other fate the table lets be tried again (e.g. 40000
+    /// transaction_rollback), with the SQLSTATE when there was one.
+    OtherRetryable {
+        fate: model::fate::Fate,
+        code: Option<SqlState>,
+    },
 }
 
 impl fmt::Display for ContentionReason {
@@ -268,29 +281,36 @@ impl fmt::Display for ContentionReason {
         match self {
             ContentionReason::Serialization => f.write_str("serialization failure, 40001"),
             ContentionReason::Deadlock => f.write_str("deadlock, 40P01"),
+            ContentionReason::QueryCanceled => f.write_str("statement cancelled, 57014"),
+            ContentionReason::LockTimeout => f.write_str("lock wait timed out, 55P03"),
+            ContentionReason::ServerUnavailable(c) => {
+                write!(f, "server out of resources for now, {}", c.code())
+            }
             ContentionReason::CompletionUnknown => {
                 f.write_str("statement completion unknown, 40003")
             }
             ContentionReason::ConnectionFailure(c) => {
                 write!(f, "connection failure, {}", c.code())
             }
-            ContentionReason::QueryCanceled => f.write_str("statement cancelled, 57014"),
-            ContentionReason::LockTimeout => f.write_str("lock wait timed out, 55P03"),
             ContentionReason::SessionTerminated(c) => {
-                write!(f, "session terminated by the server, {}", c.code())
-            }
-            ContentionReason::ServerUnavailable(c) => {
-                write!(f, "server refused the connection for now, {}", c.code())
+                write!(f, "session ended by the server, {}", c.code())
             }
             ContentionReason::ConnectionClosed => f.write_str("connection closed"),
             ContentionReason::ConnectionIo => f.write_str("connection I/O error"),
-            ContentionReason::Protocol => f.write_str("protocol stream broken"),
             ContentionReason::ClientTimeout { after: Some(d) } => {
                 write!(f, "no answer within the client timeout of {d:?}")
             }
             ContentionReason::ClientTimeout { after: None } => {
-                f.write_str("no answer within the driver's timeout")
+                f.write_str("no answer within a client timeout")
             }
+            ContentionReason::Abandoned => f.write_str("call abandoned before its answer"),
+            ContentionReason::OtherRetryable {
+                fate,
+                code: Some(c),
+            } => {
+                write!(f, "{fate}, {}", c.code())
+            }
+            ContentionReason::OtherRetryable { fate, code: None } => write!(f, "{fate}"),
         }
     }
 }

@@ -2,42 +2,59 @@
 //!
 //! A pure function in two steps, so that a test can run it over every input:
 //! [`Fault::of`] extracts what matters from a driver error (its SQLSTATE, or
-//! how it failed without one), and [`classify`] maps a [`Fault`] to a
-//! [`Verdict`]. `Verdict` has two values, contention and programming
-//! error; there is no "lost" value, so nothing here can claim that a lock is
-//! gone. Only a statement that matched zero rows may say that, and it is not
-//! an error.
+//! how it failed without one) by the error's kind, through
+//! [`harness::fate::condition`], never by its message text; and [`classify`]
+//! maps a [`Fault`] to a [`Verdict`] by the one error-fate table
+//! ([`model::fate`]): contention exactly when the fate is retryable (the
+//! outcome is unknown, or the failure transient), a programming error
+//! otherwise. `Verdict` has two values; there is no "lost" value, so nothing
+//! here can claim that a lock is gone. Only a statement that matched zero
+//! rows may say that, and it is not an error.
 //!
-//! | fault | verdict |
-//! | ----- | ------- |
-//! | 40001, 40P01 (and 40003) | contention |
-//! | class 08, 57014 (and 55P03, 57P01, 57P02, 57P03, 57P05, 53300) | contention |
-//! | client or driver timeout | contention |
-//! | connection closed, socket I/O error, broken protocol stream | contention |
-//! | 23503, 23514, any other SQLSTATE | programming error, unchanged |
-//! | any other client-side error | programming error, unchanged |
+//! The rows as they come out of `model::fate`:
+//!
+//! | fault | fate | verdict (reason) |
+//! | ----- | ---- | ---------------- |
+//! | 40001, 40P01 | failed, transient | contention (`Serialization`, `Deadlock`) |
+//! | 40000 (class 40 but 40002, 40003) | failed, transient | contention (`OtherRetryable`) |
+//! | 57014, 55P03 | failed, transient | contention (`QueryCanceled`, `LockTimeout`) |
+//! | class 53 (53300, disk full, out of memory, ...) | failed, transient | contention (`ServerUnavailable`) |
+//! | class 08 | unknown | contention (`ConnectionFailure`) |
+//! | 57P01, 57P02, 57P03, 57P05, 25P03 | unknown, the session ended | contention (`SessionTerminated`) |
+//! | 40003 | unknown | contention (`CompletionUnknown`) |
+//! | connection closed without a SQLSTATE | unknown | contention (`ConnectionClosed`) |
+//! | socket or connect error, unparsable message | unknown | contention (`ConnectionIo`) |
+//! | the store's per-call timeout | unknown | contention (`ClientTimeout`) |
+//! | 23503, 23514 (all of class 23), 22023, 40002, 42501, any other SQLSTATE | failed | programming error, unchanged |
+//! | class 42 but 42501, 0A000 | harness bug (bad SQL) | programming error, unchanged |
+//! | a parameter or column of the wrong type, a row or column count, an unexpected message, a bad config | harness bug (driver misuse) | programming error, unchanged |
+//! | class 00, 01 (not an error at all) | ok | programming error, unchanged |
 
 use crate::spi::{Contention, ContentionReason, StoreError};
+use model::fate::{self, Condition, Fate, UnknownCause};
 use std::time::Duration;
 use tokio_postgres::error::SqlState;
 
-/// What the translation looks at.
+/// What the translation looks at: a condition of the fate table, with what
+/// the store reports about it (the SQLSTATE, closed or I/O, the timeout).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
     /// The server sent an error with this SQLSTATE.
     Sql(SqlState),
     /// The connection closed without a SQLSTATE.
     Closed,
-    /// Connecting or communicating failed at the socket, without a SQLSTATE.
+    /// Connecting, communicating or parsing the server's answer failed,
+    /// without a SQLSTATE.
     Io,
-    /// An unexpected or unparsable message from the server.
-    Protocol,
-    /// A client-side timeout: the store's per-call timeout (with its length),
-    /// or the driver's own.
+    /// A client-side timeout: the store's per-call timeout (with its
+    /// length), or one of unknown length.
     Timeout(Option<Duration>),
-    /// Any other client-side error (a parameter or column type mismatch, an
-    /// unexpected row count, a configuration error, ...).
-    Client,
+    /// The call was dropped before its answer arrived.
+    Abandoned,
+    /// The driver refused the call or its answer (a parameter or column type
+    /// mismatch, an unexpected row count, a configuration error, a message
+    /// out of step with the calls made).
+    DriverMisuse,
 }
 
 /// The translation's answer.
@@ -52,62 +69,80 @@ pub enum Verdict {
 impl Fault {
     /// Extracts the fault from a driver error.
     pub fn of(err: &tokio_postgres::Error) -> Fault {
-        if let Some(code) = err.code() {
-            return Fault::Sql(code.clone());
+        match harness::fate::condition(err) {
+            Condition::Sql(code) => Fault::Sql(SqlState::from_code(code)),
+            Condition::ConnectionLost if err.is_closed() => Fault::Closed,
+            Condition::ConnectionLost => Fault::Io,
+            Condition::ClientTimeout => Fault::Timeout(None),
+            Condition::Abandoned => Fault::Abandoned,
+            Condition::DriverMisuse => Fault::DriverMisuse,
         }
-        if err.is_closed() {
-            return Fault::Closed;
-        }
-        // tokio-postgres 0.7 exposes its error kind only through Display,
-        // which prints the kind alone (the cause is `source()`).
-        match err.to_string().as_str() {
-            "error communicating with the server" | "error connecting to server" => Fault::Io,
-            "unexpected message from server" | "error parsing response from server" => {
-                Fault::Protocol
-            }
-            "timeout waiting for server" => Fault::Timeout(None),
-            "error encoding message to server" => Fault::Client,
-            _ if std::error::Error::source(err)
-                .is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some()) =>
-            {
-                Fault::Io
-            }
-            _ => Fault::Client,
+    }
+
+    /// The condition of the fate table this fault is.
+    pub fn condition(&self) -> Condition<'_> {
+        match self {
+            Fault::Sql(code) => Condition::Sql(code.code()),
+            Fault::Closed | Fault::Io => Condition::ConnectionLost,
+            Fault::Timeout(_) => Condition::ClientTimeout,
+            Fault::Abandoned => Condition::Abandoned,
+            Fault::DriverMisuse => Condition::DriverMisuse,
         }
     }
 }
 
-/// The §6 table.
+/// The §6 table: contention exactly when the fate is retryable.
 pub fn classify(fault: &Fault) -> Verdict {
-    match fault {
-        Fault::Sql(code) => classify_sqlstate(code),
-        Fault::Closed => Verdict::Contention(ContentionReason::ConnectionClosed),
-        Fault::Io => Verdict::Contention(ContentionReason::ConnectionIo),
-        Fault::Protocol => Verdict::Contention(ContentionReason::Protocol),
-        Fault::Timeout(after) => {
-            Verdict::Contention(ContentionReason::ClientTimeout { after: *after })
-        }
-        Fault::Client => Verdict::Programming,
+    let fate = fate::of(fault.condition());
+    if fate.is_retryable() {
+        Verdict::Contention(reason(fault, fate))
+    } else {
+        Verdict::Programming
     }
 }
 
-/// The SQLSTATE rows of the §6 table.
-pub fn classify_sqlstate(code: &SqlState) -> Verdict {
-    let reason = match code.code() {
-        // The task's table.
+/// Names a retryable fate. A fault without a SQLSTATE is one condition, so
+/// it names itself; a SQLSTATE is named by the fate's cause when the outcome
+/// is unknown, and by the code when the failure is transient.
+fn reason(fault: &Fault, fate: Fate) -> ContentionReason {
+    match (fault, fate) {
+        (Fault::Sql(code), Fate::Unknown(cause)) => unknown_outcome(code, cause),
+        (Fault::Sql(code), _) => transient_failure(code, fate),
+        (Fault::Closed, _) => ContentionReason::ConnectionClosed,
+        (Fault::Io, _) => ContentionReason::ConnectionIo,
+        (Fault::Timeout(after), _) => ContentionReason::ClientTimeout { after: *after },
+        (Fault::Abandoned, _) => ContentionReason::Abandoned,
+        (Fault::DriverMisuse, _) => ContentionReason::OtherRetryable { fate, code: None },
+    }
+}
+
+/// A SQLSTATE whose outcome is unknown, named by the fate's cause.
+fn unknown_outcome(code: &SqlState, cause: UnknownCause) -> ContentionReason {
+    match cause {
+        UnknownCause::ConnectionLost => ContentionReason::ConnectionFailure(code.clone()),
+        UnknownCause::SessionEnded => ContentionReason::SessionTerminated(code.clone()),
+        UnknownCause::CompletionUnknown => ContentionReason::CompletionUnknown,
+        // The client's own causes; the table never gives them for a SQLSTATE.
+        UnknownCause::ClientTimeout | UnknownCause::Abandoned => ContentionReason::OtherRetryable {
+            fate: Fate::Unknown(cause),
+            code: Some(code.clone()),
+        },
+    }
+}
+
+/// A transient failure, named by its SQLSTATE (the fate carries no cause).
+fn transient_failure(code: &SqlState, fate: Fate) -> ContentionReason {
+    match code.code() {
         "40001" => ContentionReason::Serialization,
         "40P01" => ContentionReason::Deadlock,
-        "57014" => ContentionReason::QueryCanceled,
-        class_08 if class_08.starts_with("08") => ContentionReason::ConnectionFailure(code.clone()),
-        // Not in the task's table; classified in its spirit (spec §6).
-        "40003" => ContentionReason::CompletionUnknown,
+        fate::QUERY_CANCELED => ContentionReason::QueryCanceled,
         "55P03" => ContentionReason::LockTimeout,
-        "57P01" | "57P02" | "57P05" => ContentionReason::SessionTerminated(code.clone()),
-        "57P03" | "53300" => ContentionReason::ServerUnavailable(code.clone()),
-        // 23503, 23514 and everything else.
-        _ => return Verdict::Programming,
-    };
-    Verdict::Contention(reason)
+        class_53 if class_53.starts_with("53") => ContentionReason::ServerUnavailable(code.clone()),
+        _ => ContentionReason::OtherRetryable {
+            fate,
+            code: Some(code.clone()),
+        },
+    }
 }
 
 /// Translates a driver error: contention, or the error itself unchanged as a
@@ -245,8 +280,8 @@ mod tests {
             Verdict::Contention(ContentionReason::ConnectionIo)
         );
         assert_eq!(
-            classify(&Fault::Protocol),
-            Verdict::Contention(ContentionReason::Protocol)
+            classify(&Fault::Abandoned),
+            Verdict::Contention(ContentionReason::Abandoned)
         );
     }
 
@@ -261,16 +296,20 @@ mod tests {
     }
 
     /// Row 4: anything else, with or without a code, is a programming error;
-    /// the additions of spec §6 are the only other contention codes.
+    /// the additions of spec §6 are the only other contention codes: the
+    /// rest of class 40 but 40002 (a constraint), class 53, and the codes
+    /// that end the session.
     #[test]
     fn everything_else_is_a_programming_error() {
         let spirit = [
-            "40003", "55P03", "57P01", "57P02", "57P03", "57P05", "53300",
+            "40000", "40003", "55P03", "57P01", "57P02", "57P03", "57P05", "25P03",
         ];
         let task = ["40001", "40P01", "57014"];
         for code in all_codes() {
-            let expected_contention =
-                code.starts_with("08") || task.contains(&code) || spirit.contains(&code);
+            let expected_contention = code.starts_with("08")
+                || code.starts_with("53")
+                || task.contains(&code)
+                || spirit.contains(&code);
             assert_eq!(
                 contention(code).is_some(),
                 expected_contention,
@@ -278,9 +317,10 @@ mod tests {
                 classify(&sql(code))
             );
         }
-        assert_eq!(classify(&Fault::Client), Verdict::Programming);
+        assert_eq!(classify(&Fault::DriverMisuse), Verdict::Programming);
         for code in [
-            "25P02", "25P03", "25006", "57P04", "42P01", "22008", "54000", "XX000",
+            "25P02", "25006", "57P04", "42P01", "22008", "22023", "40002", "42501", "54000",
+            "XX000", "00000", "01000",
         ] {
             assert_eq!(classify(&sql(code)), Verdict::Programming, "{code}");
         }
@@ -291,7 +331,7 @@ mod tests {
     /// five-character codes, and every fault without a code all land in one
     /// of the two verdicts, and `Verdict` has no third value. (Translating a
     /// real driver error is covered against a live server in
-    /// `tests/translate_real.rs`.)
+    /// `tests/faults.rs`.)
     #[test]
     fn no_input_means_lost() {
         const CHARS: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
@@ -317,18 +357,82 @@ mod tests {
         inputs.extend([
             Fault::Closed,
             Fault::Io,
-            Fault::Protocol,
+            Fault::Abandoned,
             Fault::Timeout(None),
             Fault::Timeout(Some(Duration::ZERO)),
-            Fault::Client,
+            Fault::DriverMisuse,
         ]);
         for fault in &inputs {
             // Exhaustive on purpose: a third verdict would not compile here
             // without deciding what it means.
-            match classify(fault) {
-                Verdict::Contention(_) | Verdict::Programming => {}
-            }
+            let contention = match classify(fault) {
+                Verdict::Contention(_) => true,
+                Verdict::Programming => false,
+            };
+            // And the one table decides, nothing of the translator's own.
+            assert_eq!(
+                contention,
+                fate::of(fault.condition()).is_retryable(),
+                "{fault:?}"
+            );
         }
         assert!(inputs.len() > 20_000);
+    }
+
+    /// The reasons name what the table says: the fate's cause for an unknown
+    /// outcome, the code for a transient failure.
+    #[test]
+    fn reasons_name_the_fate() {
+        let terminated = |code| {
+            Some(ContentionReason::SessionTerminated(SqlState::from_code(
+                code,
+            )))
+        };
+        for code in ["57P01", "57P02", "57P03", "57P05", "25P03"] {
+            assert_eq!(contention(code), terminated(code), "{code}");
+        }
+        assert_eq!(
+            contention("40003"),
+            Some(ContentionReason::CompletionUnknown)
+        );
+        assert_eq!(contention("55P03"), Some(ContentionReason::LockTimeout));
+        for code in ["53000", "53100", "53200", "53300", "53400"] {
+            assert_eq!(
+                contention(code),
+                Some(ContentionReason::ServerUnavailable(SqlState::from_code(
+                    code
+                ))),
+                "{code}"
+            );
+        }
+        assert_eq!(
+            contention("40000"),
+            Some(ContentionReason::OtherRetryable {
+                fate: Fate::Failed(fate::Failure { transient: true }),
+                code: Some(SqlState::TRANSACTION_ROLLBACK),
+            })
+        );
+    }
+
+    /// Driver errors that need no server: read by their kind.
+    #[tokio::test]
+    async fn driver_errors_without_a_server_are_read_by_kind() {
+        let misuse = "port=not-a-number"
+            .parse::<tokio_postgres::Config>()
+            .expect_err("a port must be a number");
+        assert_eq!(Fault::of(&misuse), Fault::DriverMisuse);
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let refused = tokio_postgres::Config::new()
+            .host("127.0.0.1")
+            .port(port)
+            .user("nobody")
+            .connect(tokio_postgres::NoTls)
+            .await
+            .map(|_| ())
+            .expect_err("nobody listens on the port");
+        assert_eq!(Fault::of(&refused), Fault::Io);
     }
 }

@@ -584,7 +584,7 @@ async fn anything_else_is_returned_unchanged() {
             .await
             .unwrap_err();
         let (fault, translated) = raw(db.major, "row count (raw)", err);
-        assert_eq!(fault, Fault::Client);
+        assert_eq!(fault, Fault::DriverMisuse);
         assert!(matches!(translated, StoreError::Programming(_)));
         // A type mismatch on a parameter, also client-side.
         let err = db
@@ -593,7 +593,7 @@ async fn anything_else_is_returned_unchanged() {
             .await
             .unwrap_err();
         let (fault, _) = raw(db.major, "parameter type (raw)", err);
-        assert_eq!(fault, Fault::Client);
+        assert_eq!(fault, Fault::DriverMisuse);
     })
     .await;
 }

@@ -11,7 +11,8 @@
 //! | class 08 (connection exception) | unknown |
 //! | 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, 57P05 idle session timeout, 25P03 idle-in-transaction timeout | unknown (the session ended; a commit may have happened before the reply was lost) |
 //! | 40003 statement completion unknown | unknown |
-//! | 40001 serialization failure, 40P01 deadlock | failed, transient |
+//! | 40001 serialization failure, 40P01 deadlock (and 40000, the rest of class 40) | failed, transient |
+//! | 40002 transaction integrity constraint violation | failed (a constraint: a retry repeats it) |
 //! | 55P03 lock not available, 57014 query canceled, 53xxx insufficient resources | failed, transient |
 //! | 22023 invalid parameter value | failed (pg_lease's invalid input) |
 //! | 42501 insufficient privilege | failed |
@@ -144,6 +145,8 @@ pub fn of_sqlstate(code: &str) -> Fate {
             Fate::Unknown(UnknownCause::SessionEnded)
         }
         (_, "40003") => Fate::Unknown(UnknownCause::CompletionUnknown),
+        // A constraint violation, though its class is "transaction rollback".
+        (_, "40002") => failed(false),
         ("40", _) => failed(true),
         (_, "55P03" | QUERY_CANCELED) => failed(true),
         ("53", _) => failed(true),
@@ -189,6 +192,16 @@ mod tests {
         assert!(of_sqlstate("40001").is_retryable());
         assert!(!of_sqlstate("22023").is_retryable());
         assert!(!of_sqlstate("23503").is_retryable());
+    }
+
+    #[test]
+    fn a_transaction_integrity_constraint_violation_is_not_transient() {
+        assert_eq!(
+            of_sqlstate("40002"),
+            Fate::Failed(Failure { transient: false })
+        );
+        assert!(!of_sqlstate("40002").is_retryable());
+        assert!(of_sqlstate("40000").is_retryable());
     }
 
     #[test]

@@ -1,0 +1,223 @@
+//! Real driver errors read by `harness::fate` and classified by the lease
+//! client, on every tested major: each fate of the one table that a server
+//! can produce, provoked for real.
+
+use harness::client::{self, LeaseError};
+use harness::pg::{shared, test_majors, Cluster};
+use model::fate::{BugCause, Condition, Failure, Fate, UnknownCause};
+use std::time::{Duration, Instant};
+use tokio_postgres::Client;
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// A fresh pg_lease database on the shared cluster of `major`, and a client of it.
+async fn database(major: u32, prefix: &str) -> (&'static Cluster, String, Client) {
+    let cluster = shared(major).unwrap();
+    let name = cluster.fresh_database(prefix).await.unwrap();
+    let client = cluster.connect(&name).await.unwrap();
+    (cluster, name, client)
+}
+
+async fn backend_pid(client: &Client) -> i32 {
+    client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// Waits until backend `pid` is running a statement (pg_lease's acquire
+/// polls with `pg_sleep` while it waits).
+async fn wait_active(observer: &Client, pid: i32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let active: bool = observer
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_stat_activity \
+                 WHERE pid = $1 AND state = 'active' AND query LIKE '%lease.acquire%')",
+                &[&pid],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if active {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "backend {pid} never ran its acquire"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Grants `key` to another owner for a minute, so that a blocking acquire of it waits.
+async fn hold(c: &Client, key: &str) {
+    let got = client::acquire(c, key, "holder", MINUTE, Duration::ZERO)
+        .await
+        .unwrap();
+    assert!(got.epoch().is_some());
+}
+
+#[tokio::test]
+async fn a_killed_backend_leaves_the_outcome_unknown() {
+    for major in test_majors() {
+        let (cluster, db, observer) = database(major, "fate_kill").await;
+        hold(&observer, "k").await;
+        let victim = cluster.connect(&db).await.unwrap();
+        let pid = backend_pid(&victim).await;
+        let (waited, ()) =
+            tokio::join!(client::acquire(&victim, "k", "v", MINUTE, MINUTE), async {
+                wait_active(&observer, pid).await;
+                observer
+                    .execute("SELECT pg_terminate_backend($1)", &[&pid])
+                    .await
+                    .unwrap();
+            });
+        let err = waited.unwrap_err();
+        eprintln!("PG {major}: killed mid-call: {err:?}");
+        assert!(
+            matches!(
+                err,
+                LeaseError::OutcomeUnknown {
+                    cause: UnknownCause::SessionEnded,
+                    ..
+                }
+            ),
+            "PG {major}: {err:?}"
+        );
+        assert_eq!(err.code(), Some("57P01"));
+        // The next call on the dead connection: closed, no SQLSTATE.
+        let raw = victim.query("SELECT 1", &[]).await.unwrap_err();
+        assert_eq!(harness::fate::condition(&raw), Condition::ConnectionLost);
+        assert_eq!(
+            harness::fate::fate(&raw),
+            Fate::Unknown(UnknownCause::ConnectionLost)
+        );
+        assert!(client::classify(raw).is_unknown());
+    }
+}
+
+#[tokio::test]
+async fn bad_sql_and_a_wrong_parameter_type_are_harness_bugs() {
+    for major in test_majors() {
+        let (_, _, c) = database(major, "fate_bug").await;
+        let err = c.query("SELEC 1", &[]).await.unwrap_err();
+        assert_eq!(harness::fate::condition(&err), Condition::Sql("42601"));
+        assert_eq!(
+            harness::fate::fate(&err),
+            Fate::HarnessBug(BugCause::BadSql)
+        );
+        let err = client::classify(err);
+        assert!(
+            matches!(
+                err,
+                LeaseError::HarnessBug {
+                    cause: BugCause::BadSql,
+                    ..
+                }
+            ),
+            "PG {major}: {err:?}"
+        );
+        assert_eq!(err.code(), Some("42601"));
+        // A text parameter where the statement wants int4: the driver refuses it.
+        let err = c.query("SELECT $1::int4", &[&"text"]).await.unwrap_err();
+        assert_eq!(harness::fate::condition(&err), Condition::DriverMisuse);
+        let err = client::classify(err);
+        assert!(
+            matches!(
+                err,
+                LeaseError::HarnessBug {
+                    cause: BugCause::DriverMisuse,
+                    ..
+                }
+            ),
+            "PG {major}: {err:?}"
+        );
+        assert!(!err.is_unknown());
+    }
+}
+
+#[tokio::test]
+async fn pg_leases_invalid_input_is_a_definite_failure() {
+    for major in test_majors() {
+        let (_, _, c) = database(major, "fate_invalid").await;
+        let err = c
+            .query(
+                "SELECT * FROM lease.acquire('k', '', interval '1 minute')",
+                &[],
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(harness::fate::condition(&err), Condition::Sql("22023"));
+        assert_eq!(
+            harness::fate::fate(&err),
+            Fate::Failed(Failure { transient: false })
+        );
+        let err = client::acquire(&c, "k", "", MINUTE, Duration::ZERO)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, LeaseError::InvalidInput { .. }),
+            "PG {major}: {err:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_statement_timeout_and_an_exhausted_wait_are_transient_failures() {
+    for major in test_majors() {
+        let (_, _, c) = database(major, "fate_cancel").await;
+        c.batch_execute("SET statement_timeout = '100ms'")
+            .await
+            .unwrap();
+        let err = c.query("SELECT pg_sleep(5)", &[]).await.unwrap_err();
+        assert_eq!(harness::fate::condition(&err), Condition::Sql("57014"));
+        assert_eq!(
+            harness::fate::fate(&err),
+            Fate::Failed(Failure { transient: true })
+        );
+        let err = client::classify(err);
+        assert!(
+            matches!(err, LeaseError::Canceled { .. }),
+            "PG {major}: {err:?}"
+        );
+        c.batch_execute("RESET statement_timeout").await.unwrap();
+        // pg_lease's own 57014: the same fate, told apart by its message.
+        hold(&c, "k").await;
+        let err = client::acquire(&c, "k", "w", MINUTE, Duration::from_millis(100))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, LeaseError::WaitExhausted { .. }),
+            "PG {major}: {err:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_call_abandoned_by_the_client_timeout_is_unknown() {
+    for major in test_majors() {
+        let (_, _, c) = database(major, "fate_client_timeout").await;
+        hold(&c, "k").await;
+        let started = Instant::now();
+        let err = client::within(
+            Duration::from_millis(200),
+            client::acquire(&c, "k", "w", MINUTE, MINUTE),
+        )
+        .await
+        .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(
+            matches!(
+                err,
+                LeaseError::OutcomeUnknown {
+                    cause: UnknownCause::ClientTimeout,
+                    source: None,
+                    ..
+                }
+            ),
+            "PG {major}: {err:?}"
+        );
+    }
+}
