@@ -253,7 +253,7 @@ fn typed<T: DeserializeOwned>(number: usize, text: &str) -> Result<T, ParseError
     serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let message = serde_message(e.inner());
-        let (field, message) = name_missing_field(&path, message);
+        let (field, message) = at_named_field(&path, message);
         ParseError {
             line: number,
             field: (field != ".").then_some(field),
@@ -264,7 +264,7 @@ fn typed<T: DeserializeOwned>(number: usize, text: &str) -> Result<T, ParseError
 
 /// serde reports a missing or repeated field at its parent ("missing field `x`",
 /// "duplicate field `x`"); report it at the field itself, which is what a reader looks for.
-fn name_missing_field(path: &str, message: String) -> (String, String) {
+fn at_named_field(path: &str, message: String) -> (String, String) {
     let named = |prefix: &str| {
         message
             .strip_prefix(prefix)
