@@ -1,5 +1,6 @@
 //! `leasecheck`: the correctness gate and benchmark for pg_lease.
 
+mod check_history_cmd;
 mod model_cmd;
 
 use anyhow::{bail, Context};
@@ -30,6 +31,9 @@ enum Command {
     FindPg { major: u32 },
     /// Model-check the spec (the 11 invariants), run its negative controls, or serve the Explorer.
     Model(model_cmd::ModelArgs),
+    /// Judge a recorded history (specs/HISTORY.md): exit 0 linearizable, 1 violation, 2 unknown
+    /// or unreadable.
+    CheckHistory(check_history_cmd::CheckHistoryArgs),
 }
 
 #[derive(Debug, clap::Args, Default)]
@@ -52,22 +56,37 @@ struct InstallcheckArgs {
     extension_dir: Option<PathBuf>,
 }
 
+/// Exit status of a command that did what it was asked.
+const EXIT_OK: i32 = 0;
+/// Exit status of a command that failed (check-history has its own, see below).
+const EXIT_FAILED: i32 = 1;
+
 fn main() {
-    if let Err(err) = real_main() {
-        // Plain, whole-chain error report (no backtrace, even with RUST_BACKTRACE set).
-        eprintln!("error: {err:#}");
-        std::process::exit(1);
+    let cli = Cli::parse();
+    let command = cli.command.unwrap_or(Command::Run(RunArgs {
+        majors: vec![15],
+        filter: None,
+    }));
+    // An unreadable history is not a violation found in it: check-history keeps 1 for that.
+    let failed = match command {
+        Command::CheckHistory(_) => check_history_cmd::EXIT_UNREADABLE,
+        _ => EXIT_FAILED,
+    };
+    match real_main(command) {
+        Ok(code) => std::process::exit(code),
+        Err(err) => {
+            // Plain, whole-chain error report (no backtrace, even with RUST_BACKTRACE set).
+            eprintln!("error: {err:#}");
+            std::process::exit(failed);
+        }
     }
 }
 
-fn real_main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
-    match cli.command.unwrap_or(Command::Run(RunArgs {
-        majors: vec![15],
-        filter: None,
-    })) {
-        Command::Run(args) => run(args),
-        Command::Installcheck(args) => installcheck(args),
+/// Runs `command`; the exit status when it did not fail.
+fn real_main(command: Command) -> anyhow::Result<i32> {
+    match command {
+        Command::Run(args) => run(args).map(|()| EXIT_OK),
+        Command::Installcheck(args) => installcheck(args).map(|()| EXIT_OK),
         Command::FetchPg { major } => {
             let install = harness::pg::fetch(major)
                 .with_context(|| format!("fetching PostgreSQL {major}"))?;
@@ -76,7 +95,7 @@ fn real_main() -> anyhow::Result<()> {
                 install.version,
                 install.bin_dir.display()
             );
-            Ok(())
+            Ok(EXIT_OK)
         }
         Command::FindPg { major } => {
             let install = PgInstall::find(major)?;
@@ -87,9 +106,10 @@ fn real_main() -> anyhow::Result<()> {
                 install.source,
                 install.extension_dir().display()
             );
-            Ok(())
+            Ok(EXIT_OK)
         }
-        Command::Model(args) => model_cmd::run(&args),
+        Command::Model(args) => model_cmd::run(&args).map(|()| EXIT_OK),
+        Command::CheckHistory(args) => check_history_cmd::run(&args),
     }
 }
 

@@ -10,9 +10,13 @@
 //! - [`TxnRecord`]: an explicit transaction (the ops that carry its id) and how it ended.
 //! - [`NemesisRecord`]: an injected fault, with the effect the checker must apply.
 //!
-//! The JSON Lines encoding is in [`jsonl`]. This module is pure data.
+//! The JSON Lines encoding is in [`jsonl`]; [`validate`] checks the rules every recorded
+//! history obeys. This module is pure data.
 
 pub mod jsonl;
+mod valid;
+
+pub use valid::{validate, RecordRef, Rule, ValidationError};
 
 use crate::fate::{self, Fate};
 use crate::spec::{Op, Outcome};
