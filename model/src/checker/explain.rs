@@ -153,7 +153,7 @@ pub(crate) fn violation(
     }
 }
 
-fn invariant_line(inv: Invariant) -> String {
+pub(crate) fn invariant_line(inv: Invariant) -> String {
     format!(
         "it breaks invariant {} ({}): {}",
         inv.number(),
@@ -308,7 +308,7 @@ pub(crate) fn describe_op(op: &OpRecord, window: Span, base: Ts) -> String {
     )
 }
 
-fn describe_entry(history: &History, part: &Partition, i: usize, base: Ts) -> String {
+pub(crate) fn describe_entry(history: &History, part: &Partition, i: usize, base: Ts) -> String {
     let e = &part.entries[i];
     match e.kind {
         EntryKind::Op(o) => describe_op(&history.ops[o], e.window, base),
