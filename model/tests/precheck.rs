@@ -739,6 +739,8 @@ struct Tally {
     rejected: u32,
     unknown: u32,
     caught_first: u32,
+    /// Findings by pre-check name.
+    by_check: std::collections::BTreeMap<&'static str, u32>,
     tampered_accepted: u32,
     /// Seeds of histories told as they happened that the search rejects (must be none).
     untampered_violations: Vec<u64>,
@@ -770,6 +772,9 @@ fn prechecks_never_report_what_the_search_accepts() {
             (Verdict::Unknown(_), _) => tally.unknown += 1,
         }
         tally.caught_first += u32::from(finding.is_some());
+        if let Some(FoundBy::Precheck(name)) = finding.map(|v| v.found_by) {
+            *tally.by_check.entry(name).or_default() += 1;
+        }
         tally.tampered_accepted += u32::from(tampered && search.is_linearizable());
         if !tampered && search.violation().is_some() {
             tally.untampered_violations.push(seed);
@@ -784,6 +789,17 @@ fn prechecks_never_report_what_the_search_accepts() {
         tally.tampered_accepted >= 100,
         "tampering must also give near misses the search accepts: {tally:#?}"
     );
+    for name in [
+        "grant-epoch-owner",
+        "grant-epoch-order",
+        "grant-overlap",
+        "success-after-lapse",
+    ] {
+        assert!(
+            tally.by_check.get(name).is_some_and(|n| *n >= 5),
+            "the pre-check {name} must fire on tampered histories: {tally:#?}"
+        );
+    }
     assert!(
         tally.caught_first >= 100,
         "the random histories must exercise the pre-checks: {tally:#?}"
