@@ -227,6 +227,27 @@ fn lapse_nemesis_then_takeover_is_valid() {
 }
 
 #[test]
+fn lapse_with_a_lost_answer_then_takeover_is_valid() {
+    // The fault's answer was lost: it may have cut a's lease at any instant after it began.
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(100_000)), 0, 1, acquired(1, 100_000))
+        .op(2, acq("k", "b", us(100)), 20, 21, acquired(2, 120));
+    h.h.nemeses.push(NemesisRecord {
+        id: 1,
+        fault: "lapse".to_string(),
+        start: 10_000,
+        end: 11_000,
+        effect: NemesisEffect::Lapse {
+            key: k("k"),
+            server: None,
+            applied: None,
+        },
+        detail: String::new(),
+    });
+    assert_valid(&h);
+}
+
+#[test]
 fn release_then_new_grant_is_valid() {
     let mut h = H::new();
     h.op(1, acq("k", "a", us(1000)), 0, 1, acquired(1, 1000))

@@ -33,7 +33,7 @@
 use super::explain::{describe_entry, fmt_ts, invariant_line, time_base};
 use super::partition::{EntryKind, Partition};
 use super::{FoundBy, Violation};
-use crate::history::{History, Nanos, NemesisEffect, TxnEnd};
+use crate::history::{History, Nanos, NemesisEffect, OpRecord, TxnEnd};
 use crate::invariant::Invariant;
 use crate::spec::{Epoch, Op, Outcome, Spec};
 use crate::time::{Interval, Span, Ts};
@@ -309,32 +309,11 @@ fn op_item<'h>(
     let key = op.call.key()?;
     let outcome = op.result.outcome();
     let fact = Fact::of(&op.call, &outcome)?;
-    let committed_by = match op.txn {
-        None => (outcome != Outcome::Unknown).then_some(op.complete),
-        Some(txn) => {
-            let end = part.txn_end.get(&txn).map(|i| &part.entries[*i]);
-            let (end_kind, end_call, end_ret) = match end {
-                Some(e) => match e.kind {
-                    EntryKind::TxnEnd { end, .. } => (end, e.call, e.ret),
-                    _ => (TxnEnd::Unknown, e.call, None),
-                },
-                None => (TxnEnd::Unknown, op.complete, None),
-            };
-            match (end_kind, end_ret) {
-                // Its ops never reach the committed state, and no counted op sees them.
-                (TxnEnd::Rollback, _) => return None,
-                // An op answered after COMMIT was sent may be placed after the end (its write
-                // then never commits); a restart before the end drops its pending write.
-                (TxnEnd::Commit, Some(done))
-                    if outcome != Outcome::Unknown
-                        && op.complete < end_call
-                        && !restarts.may_fall_within(op.invoke, done) =>
-                {
-                    Some(done)
-                }
-                _ => None,
-            }
-        }
+    let committed_by = match commit_of(op, &outcome, part, restarts) {
+        // Its effects never reach the committed state, and no counted op sees them.
+        Commit::Never => return None,
+        Commit::Maybe => None,
+        Commit::By(at) => Some(at),
     };
     let entry = &part.entries[index];
     Some((
@@ -348,6 +327,50 @@ fn op_item<'h>(
             committed_by,
         },
     ))
+}
+
+/// Whether an op's effect reaches the committed state in every linearization.
+enum Commit {
+    /// In no linearization: its transaction rolled back.
+    Never,
+    /// In some linearizations only.
+    Maybe,
+    /// In every one, by this real time.
+    By(Nanos),
+}
+
+fn commit_of(
+    op: &OpRecord,
+    outcome: &Outcome<String>,
+    part: &Partition,
+    restarts: &Restarts,
+) -> Commit {
+    let unknown = *outcome == Outcome::Unknown;
+    let Some(txn) = op.txn else {
+        return if unknown {
+            Commit::Maybe
+        } else {
+            Commit::By(op.complete)
+        };
+    };
+    let end = part.txn_end.get(&txn).map(|i| &part.entries[*i]);
+    let Some((kind, end_call, end_ret)) = end.and_then(|e| match e.kind {
+        EntryKind::TxnEnd { end, .. } => Some((end, e.call, e.ret)),
+        _ => None,
+    }) else {
+        return Commit::Maybe;
+    };
+    match (kind, end_ret) {
+        (TxnEnd::Rollback, _) => Commit::Never,
+        // An op answered after COMMIT was sent may be placed after the end (its write then
+        // never commits); a restart between it and the end drops its pending write.
+        (TxnEnd::Commit, Some(done))
+            if !unknown && op.complete < end_call && !restarts.may_fall_within(op.invoke, done) =>
+        {
+            Commit::By(done)
+        }
+        _ => Commit::Maybe,
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -460,17 +483,28 @@ impl Finding {
         items: &[Item<'_>],
     ) -> String {
         let base = time_base(history);
+        let mut text = format!(
+            "key {key:?}: the pre-check {} finds: {}\n",
+            self.name(),
+            self.summary(base, part, items)
+        );
+        for i in self.entries() {
+            text.push_str(&format!("  {}\n", describe_entry(history, part, i, base)));
+        }
+        text.push_str(&format!("  {}\n", invariant_line(self.invariant())));
+        text
+    }
+
+    /// What was found, in one sentence about the ops listed after it.
+    fn summary(&self, base: Ts, part: &Partition, items: &[Item<'_>]) -> String {
         let ts = |t: Ts| fmt_ts(t, base);
-        let mut text = format!("key {key:?}: the pre-check {} finds: ", self.name());
-        text.push_str(&match *self {
-            Finding::TwoOwners { .. } => {
-                "both acquires committed reporting the same epoch for different owners, but \
-                 a key grants each epoch once, to one owner."
-                    .to_string()
-            }
+        match *self {
+            Finding::TwoOwners { .. } => "both acquires listed committed reporting the same \
+                epoch for different owners, but a key grants each epoch once, to one owner."
+                .to_string(),
             Finding::EpochOrder { later, earlier } => format!(
-                "the first acquire was invoked at real time {} ns, after the second one's \
-                 epoch was committed (by {} ns), yet it reports a smaller epoch.",
+                "the first acquire listed was invoked at real time {} ns, after the epoch of \
+                 the second was committed (by {} ns), yet it reports a smaller epoch.",
                 part.entries[later].call,
                 committed_by(items, earlier).unwrap_or(0)
             ),
@@ -480,9 +514,9 @@ impl Finding {
                 same_owner,
                 ..
             } => format!(
-                "the first op's grant took effect at {} at the latest, but the lease of the \
-                 second, an earlier epoch, cannot have ended before {} (the earliest end its \
-                 writes allow, set by the last op listed), {}.",
+                "the grant by the first op listed took effect at {} at the latest, but the \
+                 lease of the second, an earlier epoch, cannot have ended before {} (the \
+                 earliest end its writes allow, set by the last op listed), {}.",
                 ts(latest_start),
                 ts(earliest_end),
                 if same_owner {
@@ -496,19 +530,13 @@ impl Finding {
                 latest_expiry,
                 ..
             } => format!(
-                "the first op succeeded at {} at the earliest, but its lease had expired by {} \
-                 at the latest (the highest expiry any write to it placed before can have \
-                 set, by the second op listed).",
+                "the first op listed succeeded at {} at the earliest, but its lease had \
+                 expired by {} at the latest (the highest expiry any write to it that can be \
+                 placed before it can have set, by the second op listed).",
                 ts(earliest),
                 ts(latest_expiry)
             ),
-        });
-        text.push('\n');
-        for i in self.entries() {
-            text.push_str(&format!("  {}\n", describe_entry(history, part, i, base)));
         }
-        text.push_str(&format!("  {}\n", invariant_line(self.invariant())));
-        text
     }
 }
 
