@@ -705,7 +705,7 @@ impl<'a> Sim<'a> {
             return;
         }
         let store = self.committed(&key);
-        let (_, after) = self.cfg.spec.step(&store, &Op::expire(key.clone()), Ts(at));
+        let (outcome, after) = self.cfg.spec.step(&store, &Op::expire(key.clone()), Ts(at));
         self.set_committed(&key, after);
         let id = self.out.nemeses.len() as u64 + 1;
         self.out.nemeses.push(NemesisRecord {
@@ -716,7 +716,7 @@ impl<'a> Sim<'a> {
             effect: NemesisEffect::Lapse {
                 key,
                 server: Some(span(at, at)),
-                applied: Some(true),
+                applied: Some(outcome == Outcome::Injected),
             },
             detail: String::new(),
         });

@@ -477,8 +477,10 @@ pub enum Outcome<O, T = Ts> {
     Inspected(Option<Row<O, T>>),
     /// SQLSTATE 22023.
     InvalidInput,
-    /// the injected `expire` fault was applied.
+    /// the injected `expire` fault was applied (the lease was live and lapses now).
     Injected,
+    /// the injected `expire` fault found no live lease and changed nothing.
+    NotInjected,
     /// the statement failed with an error that guarantees it had no effect (e.g. a user
     /// cancel, "canceling statement due to user request").
     Failed,
@@ -701,8 +703,8 @@ impl Spec {
                     }
                 }
             },
-            KeyOp::Expire => match st {
-                KeyState::Held { .. } => Effect::ExpireNow,
+            KeyOp::Expire => match (st, judged) {
+                (KeyState::Held { .. }, Judged::Live) => Effect::ExpireNow,
                 _ => Effect::Nothing,
             },
         }
@@ -733,20 +735,29 @@ impl Spec {
     }
 
     /// Every branch of `op` on `st` within `span`.
-    fn branches<O: Name>(&self, st: &KeyState<O>, op: &KeyOp<'_, O>, span: Span) -> Vec<Branch> {
+    /// Every branch of `op` on `st` within `span`, at instants from `not_before` on (a
+    /// blocking acquire's wait still counts from the span's start).
+    fn branches<O: Name>(
+        &self,
+        st: &KeyState<O>,
+        op: &KeyOp<'_, O>,
+        span: Span,
+        not_before: Ts,
+    ) -> Vec<Branch> {
         let (t0, t1) = (span.t0(), span.t1());
+        let from = t0.max(not_before);
         let mut judgements = Vec::with_capacity(2);
         match st {
             KeyState::Held { expires, .. } => {
-                if expires.hi > t0 {
+                if expires.hi > from {
                     let hi = Ts(expires.hi.0 - 1);
-                    judgements.push((Judged::Live, (t0, t1.min(hi))));
+                    judgements.push((Judged::Live, (from, t1.min(hi))));
                 }
                 if expires.lo <= t1 {
-                    judgements.push((Judged::Lapsed, (t0.max(expires.lo), t1)));
+                    judgements.push((Judged::Lapsed, (from.max(expires.lo), t1)));
                 }
             }
-            _ => judgements.push((Judged::NotHeld, (t0, t1))),
+            _ => judgements.push((Judged::NotHeld, (from, t1))),
         }
         let mut out = Vec::with_capacity(judgements.len());
         for (judged, mut teff) in judgements {
@@ -886,9 +897,9 @@ impl Spec {
                 other => (Outcome::Injected, other.clone()),
             },
             // Grant/Extend only arise from acquire/renew; Nothing leaves the key alone.
-            (Effect::Grant(_) | Effect::Extend(_) | Effect::Nothing, _) => {
-                (Outcome::Injected, st.clone())
-            }
+            (Effect::Nothing, _) => (Outcome::NotInjected, narrowed),
+            // Grant/Extend only arise from acquire/renew
+            (Effect::Grant(_) | Effect::Extend(_), _) => (Outcome::Injected, st.clone()),
         }
     }
 
@@ -1005,7 +1016,7 @@ impl Spec {
             return vec![(Outcome::InvalidInput, store.clone())];
         };
         let st = store.state(key);
-        self.branches(&st, &kop, span)
+        self.branches(&st, &kop, span, span.t0())
             .iter()
             .map(|b| {
                 let (expected, new) = self.realize(&st, &kop, b);
@@ -1054,11 +1065,26 @@ impl Spec {
         observed: &Outcome<O>,
         detail: bool,
     ) -> Result<Vec<Judgement<K, O>>, Mismatch> {
+        self.judge_from(store, op, span, span.t0(), observed, detail)
+    }
+
+    /// [`Spec::judge_with`] for an op known to have taken effect at or after `not_before`
+    /// (e.g. after a write it saw): only the instants of `span` from `not_before` on count,
+    /// while a blocking acquire's wait still runs from the start of `span`.
+    pub fn judge_from<K: Name, O: Name>(
+        &self,
+        store: &Store<K, O>,
+        op: &Op<K, O>,
+        span: Span,
+        not_before: Ts,
+        observed: &Outcome<O>,
+        detail: bool,
+    ) -> Result<Vec<Judgement<K, O>>, Mismatch> {
         let text = |f: &dyn Fn() -> String| if detail { f() } else { String::new() };
         let unchanged = || Judgement {
             store: store.clone(),
             writes: false,
-            at: span.t0(),
+            at: span.t0().max(not_before),
         };
         if *observed == Outcome::Failed {
             return Ok(vec![unchanged()]);
@@ -1097,7 +1123,7 @@ impl Spec {
             });
         };
         let st = store.state(key);
-        let branches = self.branches(&st, &kop, span);
+        let branches = self.branches(&st, &kop, span, not_before);
         let mut out = Vec::new();
         let mut expected = Vec::new();
         for b in &branches {
@@ -1330,7 +1356,8 @@ fn settle<O: Name>(
         | (Outcome::NotOwner, Outcome::NotOwner)
         | (Outcome::Lapsed, Outcome::Lapsed)
         | (Outcome::EpochMismatch, Outcome::EpochMismatch)
-        | (Outcome::Injected, Outcome::Injected) => Some((new, at)),
+        | (Outcome::Injected, Outcome::Injected)
+        | (Outcome::NotInjected, Outcome::NotInjected) => Some((new, at)),
         _ => None,
     }
 }
@@ -1377,6 +1404,7 @@ fn exact_outcome<O>(e: Expected<O>) -> Outcome<O> {
         Outcome::EpochMismatch => Outcome::EpochMismatch,
         Outcome::InvalidInput => Outcome::InvalidInput,
         Outcome::Injected => Outcome::Injected,
+        Outcome::NotInjected => Outcome::NotInjected,
         Outcome::Failed => Outcome::Failed,
         Outcome::Unknown => Outcome::Unknown,
     }

@@ -207,3 +207,50 @@ fn lapse_nemesis_makes_a_lease_takeoverable() {
         .op(2, acq("k", "b", us(100)), 20, 21, acquired(2, 120));
     assert_linearizable(&h);
 }
+
+#[test]
+fn lapse_that_found_no_live_lease() {
+    // the lease lapsed on its own at 100; an injected lapse at 150 finds nothing to do
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(100)), 0, 0, acquired(1, 100))
+        .lapse_applied("k", 150, 151, false);
+    assert_linearizable(&h);
+    // claiming it applied to a lease that had lapsed is impossible
+    let mut bad = H::new();
+    bad.op(1, acq("k", "a", us(100)), 0, 0, acquired(1, 100))
+        .lapse_applied("k", 150, 151, true);
+    assert!(!verdict(&bad).is_linearizable());
+    // and claiming it found nothing while the lease was live too
+    let mut live = H::new();
+    live.op(1, acq("k", "a", us(1000)), 0, 0, acquired(1, 1000))
+        .lapse_applied("k", 150, 151, false);
+    assert!(!verdict(&live).is_linearizable());
+}
+
+#[test]
+fn a_read_cannot_see_a_write_made_after_it_ended() {
+    // a's grant took effect at exactly 100; an inspect whose server window ended at 99
+    // cannot have seen it (found by the pre-check author)
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(100)), 100, 150, acquired(1, 200));
+    h.h.ops[0].server = Some(model::Span::new(model::Ts(100), model::Ts(100)).expect("span"));
+    h.op(2, inspect("k"), 95, 160, held("a", 1, 200));
+    h.h.ops[1].server = Some(model::Span::new(model::Ts(95), model::Ts(99)).expect("span"));
+    assert!(!verdict(&h).is_linearizable());
+}
+
+#[test]
+fn a_record_completing_before_its_invoke_does_not_panic() {
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(100)), 0, 1, acquired(1, 100));
+    h.h.ops[0].invoke = 5_000;
+    h.h.ops[0].complete = 1_000;
+    let v = check(
+        &h.build(),
+        &CheckOptions {
+            prechecks: false,
+            ..CheckOptions::default()
+        },
+    );
+    assert!(v.is_linearizable(), "{v}");
+}

@@ -158,7 +158,7 @@ pub(crate) fn violation(cx: Ctx<'_>, d: &Deepest) -> Violation {
     }
 }
 
-fn invariant_line(inv: Invariant) -> String {
+pub(crate) fn invariant_line(inv: Invariant) -> String {
     format!(
         "it breaks invariant {} ({}): {}",
         inv.number(),
@@ -294,6 +294,7 @@ fn describe_outcome(o: &Outcome<String>, base: Ts) -> String {
         },
         Outcome::InvalidInput => "invalid input".to_string(),
         Outcome::Injected => "applied".to_string(),
+        Outcome::NotInjected => "found no live lease".to_string(),
         Outcome::Failed => "failed".to_string(),
         Outcome::Unknown => "unknown".to_string(),
     }
@@ -313,7 +314,7 @@ pub(crate) fn describe_op(op: &OpRecord, window: Span, base: Ts) -> String {
     )
 }
 
-fn describe_entry(history: &History, part: &Partition, i: usize, base: Ts) -> String {
+pub(crate) fn describe_entry(history: &History, part: &Partition, i: usize, base: Ts) -> String {
     let e = &part.entries[i];
     match e.kind {
         EntryKind::Op(o) => describe_op(&history.ops[o], e.window, base),

@@ -109,6 +109,7 @@ fn map_outcome(o: Outcome<String>, symbols: &mut Symbols) -> Outcome<Sym> {
         Outcome::EpochMismatch => Outcome::EpochMismatch,
         Outcome::InvalidInput => Outcome::InvalidInput,
         Outcome::Injected => Outcome::Injected,
+        Outcome::NotInjected => Outcome::NotInjected,
         Outcome::Failed => Outcome::Failed,
         Outcome::Unknown => Outcome::Unknown,
     }

@@ -293,7 +293,7 @@ pub fn check(history: &History, options: &CheckOptions) -> Verdict {
     };
     if options.prechecks {
         for part in &parts {
-            if let Some(v) = precheck::run(history, part) {
+            if let Some(v) = precheck::run(&options.spec, history, part) {
                 return Verdict::Violation(Box::new(diagnosed(
                     history, &prepared, part, &parts, v, options,
                 )));

@@ -201,7 +201,9 @@ pub fn partition(history: &History, windows: &Windows) -> Vec<Partition> {
         part_of(&mut parts, group, &groups).entries.push(Entry {
             kind: EntryKind::Op(i),
             call: op.invoke,
-            ret: (!unknown).then_some(op.complete),
+            // a record that completes before it is invoked (invalid, see
+            // `history::validate`) is judged as if instantaneous
+            ret: (!unknown).then_some(op.complete.max(op.invoke)),
             window: windows.ops[i],
             crash_gen: crash_gen(op.invoke),
             txn: op.txn,
@@ -214,11 +216,11 @@ pub fn partition(history: &History, windows: &Windows) -> Vec<Partition> {
         let (first, last) = txn_span[txn];
         let after_ops = last.map_or(first, |l| l + 1);
         let (end, call, ret) = match record {
-            Some(r) => (
-                r.end,
-                r.end_invoke.max(after_ops),
-                (r.end != TxnEnd::Unknown).then_some(r.end_complete.max(after_ops)),
-            ),
+            Some(r) => {
+                let call = r.end_invoke.max(after_ops);
+                let ret = r.end_complete.max(call);
+                (r.end, call, (r.end != TxnEnd::Unknown).then_some(ret))
+            }
             None => (TxnEnd::Unknown, after_ops, None),
         };
         let p = part_of(&mut parts, group.clone(), &groups);
@@ -239,7 +241,7 @@ pub fn partition(history: &History, windows: &Windows) -> Vec<Partition> {
             call: n.start,
             ret: match &n.effect {
                 NemesisEffect::Lapse { applied: None, .. } => None,
-                _ => Some(n.end),
+                _ => Some(n.end.max(n.start)),
             },
             window: windows.nemeses[i],
             crash_gen: gen,

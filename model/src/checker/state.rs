@@ -25,7 +25,7 @@ use super::partition::{Entry, EntryKind};
 use crate::history::{NemesisEffect, TxnEnd, TxnId};
 use crate::invariant::Invariant;
 use crate::spec::{Judgement, KeyState, Mismatch, Op, Outcome, Store};
-use crate::time::{Span, Ts};
+use crate::time::Ts;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Keys and owners as the checker keeps them.
@@ -134,10 +134,10 @@ pub fn apply(
             }
             (NemesisEffect::Lapse { applied, .. }, Some(key)) => {
                 let op = Op::expire(key);
-                let outcome = if applied.is_some() {
-                    Outcome::Injected
-                } else {
-                    Outcome::Unknown
+                let outcome = match applied {
+                    Some(true) => Outcome::Injected,
+                    Some(false) => Outcome::NotInjected,
+                    None => Outcome::Unknown,
                 };
                 let call = Call {
                     op: &op,
@@ -211,31 +211,42 @@ fn apply_call(
         return Ok(vec![state.clone()]);
     }
     let view = state.view(call.txn);
-    let judge = |w: Span| {
-        cx.spec
-            .judge_with(&view, call.op, w, call.outcome, detail)
-            .map_err(Reject::Spec)
-    };
     let window = entry.window;
-    let all = judge(window)?;
-    // Writes must not be placed before the key's last write: judge them again on the part
-    // of the window from the floor on.
-    let writes: Vec<Judgement<Sym, Sym>> = if state.floor <= window.t0() {
-        all.iter().filter(|j| j.writes).cloned().collect()
-    } else if state.floor <= window.t1() {
-        let clipped = Span::new(state.floor, window.t1()).unwrap_or(window);
-        judge(clipped)
-            .map(|js| js.into_iter().filter(|j| j.writes).collect())
-            .unwrap_or_default()
-    } else {
-        Vec::new()
+    // An op placed after a write saw that write committed, so it took effect at or after
+    // the write's instant (the floor). (A read may still be placed before a write decided
+    // earlier than it: it then saw the state before that write's commit; the floor only
+    // counts writes placed before.)
+    let too_early = |at: Ts| Reject::TooEarly {
+        at,
+        floor: state.floor,
+    };
+    if state.floor > window.t1() {
+        return Err(too_early(window.t1()));
+    }
+    let judged = cx
+        .spec
+        .judge_from(&view, call.op, window, state.floor, call.outcome, detail);
+    let after_floor = match judged {
+        Ok(js) => js,
+        Err(m) => {
+            // without the floor, would the observation have been possible?
+            return Err(
+                match cx
+                    .spec
+                    .judge_with(&view, call.op, window, call.outcome, false)
+                {
+                    Ok(js) => too_early(js.iter().map(|j| j.at).max().unwrap_or(window.t1())),
+                    Err(_) => Reject::Spec(m),
+                },
+            );
+        }
     };
     let mut out = Vec::new();
     let mut reject = None;
-    for j in all.iter().filter(|j| !j.writes) {
+    for j in after_floor.iter().filter(|j| !j.writes) {
         out.push(settle(state, call.txn, &view, j, false));
     }
-    for j in &writes {
+    for j in after_floor.iter().filter(|j| j.writes) {
         let changed = view.diff(&j.store);
         if let Some((txn, key)) = changed
             .iter()
@@ -247,18 +258,12 @@ fn apply_call(
         out.push(settle(state, call.txn, &view, j, true));
     }
     if out.is_empty() {
-        let at = all.iter().filter(|j| j.writes).map(|j| j.at).max();
-        return Err(match (reject, at) {
-            (Some(r), _) => r,
-            (None, Some(at)) => Reject::TooEarly {
-                at,
-                floor: state.floor,
-            },
-            (None, None) => Reject::Spec(Mismatch {
+        return Err(reject.unwrap_or_else(|| {
+            Reject::Spec(Mismatch {
                 invariant: Invariant::PrecedenceAndIsolation,
                 detail: "no state allows the op".to_string(),
-            }),
-        });
+            })
+        }));
     }
     out.sort();
     out.dedup();

@@ -256,7 +256,7 @@ fn outcome_name(outcome: &Outcome<String>) -> &'static str {
         Outcome::EpochMismatch => "status epoch_mismatch",
         Outcome::Inspected(_) => "an inspect row",
         Outcome::InvalidInput => "invalid input (a fail result)",
-        Outcome::Injected => "an injected lapse",
+        Outcome::Injected | Outcome::NotInjected => "an injected lapse",
         Outcome::Failed => "a failure (a fail result)",
         Outcome::Unknown => "an unknown outcome (an unknown result)",
     }

@@ -180,7 +180,13 @@ impl H {
         self
     }
 
+    /// An injected lapse of `key` that found a live lease and applied.
     pub fn lapse(&mut self, key: &str, a: i64, b: i64) -> &mut Self {
+        self.lapse_applied(key, a, b, true)
+    }
+
+    /// An injected lapse of `key`; `applied` is false when it found no live lease.
+    pub fn lapse_applied(&mut self, key: &str, a: i64, b: i64, applied: bool) -> &mut Self {
         let id = self.h.nemeses.len() as u64 + 1;
         self.h.nemeses.push(NemesisRecord {
             id,
@@ -190,7 +196,7 @@ impl H {
             effect: NemesisEffect::Lapse {
                 key: k(key),
                 server: Some(Span::new(Ts(a), Ts(b)).expect("ordered")),
-                applied: Some(true),
+                applied: Some(applied),
             },
             detail: String::new(),
         });

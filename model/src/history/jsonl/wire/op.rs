@@ -460,6 +460,9 @@ fn any_ok(outcome: &Outcome<String>) -> AnyOk {
         Outcome::Injected => AnyOk::Other {
             outcome: "injected",
         },
+        Outcome::NotInjected => AnyOk::Other {
+            outcome: "not_injected",
+        },
         Outcome::Failed => AnyOk::Other { outcome: "failed" },
         Outcome::Unknown => AnyOk::Other { outcome: "unknown" },
     }
