@@ -254,3 +254,38 @@ fn a_record_completing_before_its_invoke_does_not_panic() {
     );
     assert!(v.is_linearizable(), "{v}");
 }
+
+#[test]
+fn a_write_that_waited_for_a_rolled_back_transaction_keeps_its_earlier_clock() {
+    // process 2 renews at instant 50 (its expiry says so), but it had to wait for
+    // transaction 1's renew (instant 60), which rolled back: no committed write comes
+    // between, so nothing is out of order
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(1000)), 0, 1, acquired(1, 1000))
+        .op_in(
+            3,
+            Some(1),
+            renew("k", "a", 1, us(500)),
+            55,
+            61,
+            renewed(560),
+        )
+        .op(2, renew("k", "a", 1, us(1000)), 45, 90, renewed(1050))
+        .txn(1, 3, 54, 70, 72, TxnEnd::Rollback);
+    assert_linearizable(&h);
+    // had the transaction committed, the renew at 50 would come after a write at 60
+    let mut committed = H::new();
+    committed
+        .op(1, acq("k", "a", us(1000)), 0, 1, acquired(1, 1000))
+        .op_in(
+            3,
+            Some(1),
+            renew("k", "a", 1, us(500)),
+            55,
+            61,
+            renewed(560),
+        )
+        .op(2, renew("k", "a", 1, us(1000)), 45, 90, renewed(1050))
+        .txn(1, 3, 54, 70, 72, TxnEnd::Commit);
+    assert!(!verdict(&committed).is_linearizable());
+}

@@ -365,8 +365,8 @@ fn describe_state(s: &PState, base: Ts, symbols: &Symbols) -> String {
     if parts.is_empty() {
         parts.push("no key ever leased".to_string());
     }
-    for (t, w) in &s.open {
-        let keys: Vec<String> = w.iter().map(|(k, st)| key_state(k, st)).collect();
+    for (t, p) in &s.open {
+        let keys: Vec<String> = p.writes.iter().map(|(k, st)| key_state(k, st)).collect();
         parts.push(format!("transaction {t} pending: {}", keys.join(", ")));
     }
     if !s.pending.is_empty() {

@@ -37,13 +37,25 @@ pub struct PState {
     /// Committed lease state.
     pub committed: S,
     /// Pending writes of open transactions (each key in a map is row-locked by it).
-    pub open: BTreeMap<TxnId, BTreeMap<Sym, KeyState<Sym>>>,
-    /// The earliest instant the next write may take effect at.
+    pub open: BTreeMap<TxnId, Pending>,
+    /// The instant of the latest committed write: every entry placed later took effect at
+    /// or after it.
     pub floor: Ts,
     /// Restarts applied so far.
     pub crashes: u32,
     /// Open-ended entries called but not fired yet (entry indices, sorted).
     pub pending: Vec<usize>,
+}
+
+/// The pending writes of one open transaction.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Pending {
+    /// The keys it wrote (and row-locks), with their new states.
+    pub writes: BTreeMap<Sym, KeyState<Sym>>,
+    /// The instant of its latest write. It raises the floor when the transaction commits;
+    /// a rolled-back write orders nothing (a write that waited for it may go on with the
+    /// clock it read before waiting).
+    pub at: Ts,
 }
 
 /// Why an entry cannot be placed next in a state.
@@ -80,8 +92,8 @@ impl PState {
     /// The store an op of transaction `txn` (or of no transaction) sees.
     fn view(&self, txn: Option<TxnId>) -> S {
         let mut view = self.committed.clone();
-        if let Some(writes) = txn.and_then(|t| self.open.get(&t)) {
-            for (k, st) in writes {
+        if let Some(p) = txn.and_then(|t| self.open.get(&t)) {
+            for (k, st) in &p.writes {
                 view.set(*k, st.clone());
             }
         }
@@ -92,7 +104,7 @@ impl PState {
     fn locker(&self, key: &Sym, txn: Option<TxnId>) -> Option<TxnId> {
         self.open
             .iter()
-            .find(|(t, w)| Some(**t) != txn && w.contains_key(key))
+            .find(|(t, p)| Some(**t) != txn && p.writes.contains_key(key))
             .map(|(t, _)| *t)
     }
 }
@@ -283,13 +295,23 @@ fn settle(
     let mut next = state.clone();
     for (key, st) in view.diff(&j.store) {
         match txn {
-            Some(t) if wrote || next.open.get(&t).is_some_and(|w| w.contains_key(&key)) => {
-                next.open.entry(t).or_default().insert(key, st);
+            Some(t)
+                if wrote
+                    || next
+                        .open
+                        .get(&t)
+                        .is_some_and(|p| p.writes.contains_key(&key)) =>
+            {
+                let p = next.open.entry(t).or_default();
+                p.writes.insert(key, st);
+                if wrote {
+                    p.at = p.at.max(j.at);
+                }
             }
             _ => next.committed.set(key, st),
         }
     }
-    if wrote {
+    if wrote && txn.is_none() {
         next.floor = next.floor.max(j.at);
     }
     next
@@ -297,10 +319,9 @@ fn settle(
 
 fn apply_end(cx: Ctx<'_>, i: usize, state: &PState, txn: TxnId, end: TxnEnd) -> Vec<PState> {
     let entry = &cx.part.entries[i];
-    let writes: Vec<(Sym, KeyState<Sym>)> = state
-        .open
-        .get(&txn)
-        .map(|w| w.iter().map(|(k, s)| (*k, s.clone())).collect())
+    let pending = state.open.get(&txn);
+    let writes: Vec<(Sym, KeyState<Sym>)> = pending
+        .map(|p| p.writes.iter().map(|(k, s)| (*k, s.clone())).collect())
         .unwrap_or_default();
     let finish = |commit: bool| {
         let mut next = state.clone();
@@ -308,11 +329,12 @@ fn apply_end(cx: Ctx<'_>, i: usize, state: &PState, txn: TxnId, end: TxnEnd) -> 
         // the transaction's unknown ops can no longer take effect
         next.pending
             .retain(|p| *p == i || cx.part.entries[*p].txn != Some(txn));
-        next.committed = if commit {
-            cx.spec.commit(&state.committed, &writes)
+        if commit {
+            next.committed = cx.spec.commit(&state.committed, &writes);
+            next.floor = next.floor.max(pending.map_or(next.floor, |p| p.at));
         } else {
-            cx.spec.abort(&state.committed, &writes)
-        };
+            next.committed = cx.spec.abort(&state.committed, &writes);
+        }
         next
     };
     let alive = state.crashes == entry.crash_gen;
