@@ -479,7 +479,8 @@ CREATE EXTENSION pg_lease;
 SELECT extowner::regrole, extversion, extrelocatable
   FROM pg_extension WHERE extname = 'pg_lease';
 -- The member objects belong to the bootstrap superuser, not to the creator,
--- so even the extension's owner reaches the table only through the API.
+-- so even the extension's owner changes the table only through the API. It may
+-- read it (SELECT), so that it can pg_dump its own database.
 SELECT nspowner = 10 AS schema_by_bootstrap_superuser FROM pg_namespace WHERE nspname = 'lease';
 SELECT relowner = 10 AS table_by_bootstrap_superuser FROM pg_class WHERE oid = 'lease.leases'::regclass;
 SELECT bool_and(proowner = 10) AS functions_by_bootstrap_superuser

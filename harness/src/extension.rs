@@ -8,11 +8,23 @@ use std::path::Path;
 /// The extension's name, as in `CREATE EXTENSION pg_lease`.
 pub const NAME: &str = "pg_lease";
 /// The version `CREATE EXTENSION` installs by default.
-pub const VERSION: &str = "0.1.0";
+pub const VERSION: &str = "0.2.0";
 /// `pg_lease.control`.
 pub const CONTROL: &str = include_str!("../../extension/pg_lease.control");
-/// `pg_lease--0.1.0.sql`.
-pub const SCRIPT: &str = include_str!("../../extension/pg_lease--0.1.0.sql");
+/// `pg_lease--0.1.0.sql`: the base script (0.1.0).
+pub const BASE_SCRIPT: &str = include_str!("../../extension/pg_lease--0.1.0.sql");
+/// `pg_lease--0.1.0--0.2.0.sql`: every definition of 0.2.0. `CREATE EXTENSION` runs the
+/// base script, then this update.
+pub const SCRIPT: &str = include_str!("../../extension/pg_lease--0.1.0--0.2.0.sql");
+
+/// The script files of an extension named `name`, with `update` as its 0.1.0 -> 0.2.0
+/// script.
+fn scripts(name: &str, update: String) -> Vec<(String, String)> {
+    vec![
+        (format!("{name}--0.1.0.sql"), BASE_SCRIPT.to_string()),
+        (format!("{name}--0.1.0--{VERSION}.sql"), update),
+    ]
+}
 
 /// One extension to install: its control file and versioned scripts.
 #[derive(Debug, Clone)]
@@ -29,7 +41,7 @@ impl ExtensionFiles {
         ExtensionFiles {
             name: NAME.to_string(),
             control: CONTROL.to_string(),
-            scripts: vec![(format!("{NAME}--{VERSION}.sql"), SCRIPT.to_string())],
+            scripts: scripts(NAME, SCRIPT.to_string()),
         }
     }
 
@@ -54,7 +66,7 @@ pub struct Mutant {
     pub name: &'static str,
     /// What the mutation breaks.
     pub breaks: &'static str,
-    /// Exact (unique) text replacements applied to the 0.1.0 script.
+    /// Exact (unique) text replacements applied to the 0.2.0 definitions ([`SCRIPT`]).
     pub edits: &'static [(&'static str, &'static str)],
     /// Conformance checks that must fail against this mutant.
     pub caught_by: &'static [&'static str],
@@ -75,8 +87,8 @@ pub const MUTANTS: &[Mutant] = &[
         name: "release_keeps_epoch",
         breaks: "release frees the key without advancing the epoch",
         edits: &[(
-            "SET owner = NULL,\n                   expires_at = NULL,\n                   epoch = l.epoch + 1",
-            "SET owner = NULL,\n                   expires_at = NULL,\n                   epoch = l.epoch",
+            "SET owner = NULL,\n               expires_at = NULL,\n               epoch = l.epoch + 1",
+            "SET owner = NULL,\n               expires_at = NULL,\n               epoch = l.epoch",
         )],
         caught_by: &["release_frees_and_advances_the_epoch"],
     },
@@ -84,7 +96,7 @@ pub const MUTANTS: &[Mutant] = &[
         name: "renew_ignores_expiry",
         breaks: "renew succeeds on a lapsed lease",
         edits: &[(
-            "AND l.epoch = renew.epoch\n               AND l.expires_at > v_now",
+            "AND l.epoch = renew.epoch\n           AND l.expires_at > clock_timestamp()",
             "AND l.epoch = renew.epoch",
         )],
         caught_by: &[
@@ -97,8 +109,8 @@ pub const MUTANTS: &[Mutant] = &[
         name: "takeover_reuses_epoch",
         breaks: "a grant over a free or lapsed row keeps the old epoch",
         edits: &[(
-            "epoch = l.epoch + 1,\n                       expires_at = EXCLUDED.expires_at",
-            "epoch = l.epoch,\n                       expires_at = EXCLUDED.expires_at",
+            "SET owner = p_owner,\n               epoch = l.epoch + 1,",
+            "SET owner = p_owner,\n               epoch = l.epoch,",
         )],
         caught_by: &[
             "release_frees_and_advances_the_epoch",
@@ -110,10 +122,13 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "acquire takes a key away from its live holder",
         edits: &[
             (
-                "IF FOUND AND v_owner IS NOT NULL AND v_expires > v_now THEN",
-                "IF FOUND AND v_owner IS NOT NULL AND v_expires > v_now AND v_owner = acquire.owner THEN",
+                "IF v_found AND v_owner IS NOT NULL AND v_expires > v_now THEN",
+                "IF v_found AND v_owner IS NOT NULL AND v_expires > v_now AND v_owner = acquire.owner COLLATE \"C\" THEN",
             ),
-            ("WHERE l.owner IS NULL OR l.expires_at <= v_now", "WHERE true"),
+            (
+                "AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())",
+                "AND true",
+            ),
         ],
         caught_by: &[
             "denied_acquire_returns_nulls_and_writes_nothing",
@@ -124,8 +139,8 @@ pub const MUTANTS: &[Mutant] = &[
         name: "probe_locks_the_row",
         breaks: "the acquire probe takes a row lock (denied acquires write; waiters stall the holder)",
         edits: &[(
-            "FROM lease.leases AS l\n         WHERE l.key = acquire.key;",
-            "FROM lease.leases AS l\n         WHERE l.key = acquire.key FOR UPDATE;",
+            "WHERE l.key = acquire.key COLLATE \"C\";\n        v_found := FOUND;",
+            "WHERE l.key = acquire.key COLLATE \"C\" FOR UPDATE;\n        v_found := FOUND;",
         )],
         caught_by: &[
             "denied_acquire_returns_nulls_and_writes_nothing",
@@ -134,10 +149,10 @@ pub const MUTANTS: &[Mutant] = &[
     },
     Mutant {
         name: "lost_race_keeps_row_lock",
-        breaks: "a write attempt that loses its re-check keeps the row lock across the waiter's sleeps",
+        breaks: "a lost write attempt of a blocking acquire is not rolled back: its row lock is kept across the waiter's sleeps",
         edits: &[(
-            "-- Lost a race: roll back the subtransaction to drop the row lock.\n                    RAISE EXCEPTION USING ERRCODE = 'LE001';",
-            "CONTINUE;",
+            "                    RAISE EXCEPTION USING ERRCODE = 'LE001';",
+            "                    NULL;",
         )],
         caught_by: &["a_waiter_that_lost_a_race_never_stalls_the_holders_renew"],
     },
@@ -145,7 +160,7 @@ pub const MUTANTS: &[Mutant] = &[
         name: "inspect_shows_lapsed_as_held",
         breaks: "inspect reports a lapsed lease as held",
         edits: &[(
-            "LATERAL (SELECT l.owner IS NOT NULL AND l.expires_at > v_now AS live)",
+            "LATERAL (SELECT l.owner IS NOT NULL AND l.expires_at > clock_timestamp() AS live)",
             "LATERAL (SELECT l.owner IS NOT NULL AS live)",
         )],
         caught_by: &["inspect_tells_never_leased_free_held_and_lapsed_apart"],
@@ -154,8 +169,8 @@ pub const MUTANTS: &[Mutant] = &[
         name: "no_key_length_limit",
         breaks: "oversized keys reach the btree and fail with 54000 instead of 22023",
         edits: &[(
-            "WHEN octet_length(value) > 1024 THEN",
-            "WHEN octet_length(value) > 1000000 THEN",
+            "SELECT value IS NULL OR pg_catalog.octet_length(value) NOT BETWEEN 1 AND 1024",
+            "SELECT value IS NULL OR pg_catalog.octet_length(value) NOT BETWEEN 1 AND 1000000",
         )],
         caught_by: &["invalid_input_is_22023_naming_every_violation_and_changes_nothing"],
     },
@@ -167,7 +182,7 @@ impl ExtensionFiles {
         ExtensionFiles {
             name: name.to_string(),
             control: CONTROL.to_string(),
-            scripts: vec![(format!("{name}--{VERSION}.sql"), SCRIPT.to_string())],
+            scripts: scripts(name, SCRIPT.to_string()),
         }
     }
 
@@ -187,7 +202,7 @@ impl ExtensionFiles {
         }
         let name = format!("{NAME}_{}", m.name);
         Ok(ExtensionFiles {
-            scripts: vec![(format!("{name}--{VERSION}.sql"), script)],
+            scripts: scripts(&name, script),
             control: CONTROL.to_string(),
             name,
         })
