@@ -4,10 +4,10 @@
 //! which is more telling than the first symptom the search tripped on.
 
 use super::intern::{Ctx, Prepared};
-use super::partition::{merge, Partition};
+use super::partition::{merge, EntryKind, Partition};
 use super::search::{search, Outcome};
 use super::Meter;
-use crate::history::History;
+use crate::history::{History, Nanos, OpId};
 use crate::invariant::Invariant;
 use crate::mutation::Mutation;
 use crate::spec::Spec;
@@ -17,20 +17,25 @@ use std::time::Duration;
 /// States one mutation's search may use (diagnosis is best effort and must stay cheap).
 const STATES_PER_MUTATION: u64 = 100_000;
 
-/// The first catalogued mutation whose semantics explain `part` (or, for a mutation that
-/// makes keys interact, the whole history), trying those listed against `symptom` first.
+/// The catalogued mutations whose semantics explain `part` (or, for a mutation that makes
+/// keys interact, the whole history) up to the return of the op `offending`: those listed
+/// against `symptom` first, then in catalogue order.
 pub(crate) fn diagnose(
     history: &History,
     prepared: &Prepared,
     part: &Partition,
     all: &[Partition],
-    symptom: Invariant,
+    violation: (Invariant, Option<OpId>),
     time: Duration,
-) -> Option<Mutation> {
+) -> Vec<Mutation> {
+    let (symptom, offending) = violation;
+    let cutoff = offending.and_then(|id| return_of(history, part, id));
+    let part = &truncate(part, cutoff);
     let mut order: Vec<Mutation> = Mutation::ALL.to_vec();
     order.sort_by_key(|m| m.expected() != Some(symptom));
     let per = time / order.len() as u32;
-    let merged = (all.len() > 1).then(|| merge(all));
+    let merged = (all.len() > 1).then(|| truncate(&merge(all), cutoff));
+    let mut explaining = Vec::new();
     for m in order {
         let target = match &merged {
             Some(whole) if m == Mutation::WriteIgnoresKey => whole,
@@ -48,8 +53,38 @@ pub(crate) fn diagnose(
             states: Some(STATES_PER_MUTATION),
         });
         if let Outcome::Linearizable = search(cx, &mut meter) {
-            return Some(m);
+            explaining.push(m);
         }
     }
-    None
+    explaining
+}
+
+/// When the op with id `id` returned (or was invoked, if it never did).
+fn return_of(history: &History, part: &Partition, id: OpId) -> Option<Nanos> {
+    part.entries.iter().find_map(|e| match e.kind {
+        EntryKind::Op(o) if history.ops[o].id == id => Some(e.ret.unwrap_or(e.call)),
+        _ => None,
+    })
+}
+
+/// `part` without the entries invoked after `cutoff`: nothing after the violation can help
+/// explain it, and a short history is searched fast. A transaction whose end is cut off
+/// stays open (its writes pending).
+fn truncate(part: &Partition, cutoff: Option<Nanos>) -> Partition {
+    let Some(cutoff) = cutoff else {
+        return part.clone();
+    };
+    let mut entries = Vec::new();
+    let mut txn_end = std::collections::BTreeMap::new();
+    for e in part.entries.iter().filter(|e| e.call <= cutoff) {
+        if let EntryKind::TxnEnd { txn, .. } = e.kind {
+            txn_end.insert(txn, entries.len());
+        }
+        entries.push(*e);
+    }
+    Partition {
+        keys: part.keys.clone(),
+        entries,
+        txn_end,
+    }
 }

@@ -32,7 +32,8 @@ pub(crate) fn violation(cx: Ctx<'_>, d: &Deepest) -> Violation {
         .filter(|i| blocking_ret.is_none_or(|r| part.entries[*i].call <= r))
         .collect();
     let mut rejected: Vec<(usize, Reject)> = Vec::new();
-    let states = closure(cx, &d.states);
+    // (past the limit, explain from the states before any pending op fired)
+    let states = closure(cx, &d.states).unwrap_or_else(|_| d.states.clone());
     for &i in candidates
         .iter()
         .filter(|i| !part.entries[**i].is_open_ended())
@@ -155,6 +156,7 @@ pub(crate) fn violation(cx: Ctx<'_>, d: &Deepest) -> Violation {
         explanation: text,
         found_by: FoundBy::Search,
         diagnosis: None,
+        also_consistent_with: Vec::new(),
     }
 }
 

@@ -118,8 +118,10 @@ pub struct Violation {
     pub explanation: String,
     pub found_by: FoundBy,
     /// The known bug class (a mutation of the catalogue) the history is consistent with,
-    /// when one is.
+    /// when one is; it names the invariant.
     pub diagnosis: Option<crate::mutation::Mutation>,
+    /// Other known bug classes the history is consistent with too.
+    pub also_consistent_with: Vec<crate::mutation::Mutation>,
 }
 
 impl Violation {
@@ -249,7 +251,7 @@ impl Meter {
     }
 
     /// Counts one search step: the budget that ran out, if one did. The state budget is
-    /// checked every step, the clock every 256 steps (reading it costs more than a step).
+    /// checked every step, the clock every 64 steps (reading it costs more than a step).
     pub(crate) fn tick(&mut self) -> Option<Exhausted> {
         self.steps += 1;
         if let Some(limit) = self.budget.states {
@@ -257,7 +259,7 @@ impl Meter {
                 return Some(Exhausted::States(limit));
             }
         }
-        if self.steps % 256 == 1 {
+        if self.steps % 64 == 1 {
             return self.exhausted();
         }
         None
@@ -342,29 +344,48 @@ fn diagnosed(
     if options.spec != Spec::CORRECT {
         return v;
     }
-    if let Some(m) = diagnose::diagnose(history, prepared, part, parts, v.invariant, time) {
-        if let Some(inv) = m.expected() {
-            if inv != v.invariant {
-                v.explanation.push_str(&format!(
-                    "The first symptom points to invariant {} ({}), but the history is \
-                     consistent with a known bug class that breaks invariant {} instead.\n",
-                    v.invariant.number(),
-                    v.invariant,
-                    inv.number()
-                ));
-            }
+    let offending = v.ops.first().copied();
+    let explaining = diagnose::diagnose(
+        history,
+        prepared,
+        part,
+        parts,
+        (v.invariant, offending),
+        time,
+    );
+    let Some(&m) = explaining.first() else {
+        return v;
+    };
+    if let Some(inv) = m.expected() {
+        if inv != v.invariant {
             v.explanation.push_str(&format!(
-                "Diagnosis: the history is consistent with the known bug \"{}\": {}; this breaks \
-                 invariant {} ({}): {}\n",
-                m.name(),
-                m.description(),
-                inv.number(),
-                inv,
-                inv.statement()
+                "The first symptom points to invariant {} ({}), but the history is consistent \
+                 with a known bug class that breaks invariant {} instead.\n",
+                v.invariant.number(),
+                v.invariant,
+                inv.number()
             ));
-            v.invariant = inv;
         }
-        v.diagnosis = Some(m);
+        v.explanation.push_str(&format!(
+            "Diagnosis: the history is consistent with the known bug \"{}\": {}; this breaks \
+             invariant {} ({}): {}\n",
+            m.name(),
+            m.description(),
+            inv.number(),
+            inv,
+            inv.statement()
+        ));
+        v.invariant = inv;
     }
+    for other in &explaining[1..] {
+        v.explanation.push_str(&format!(
+            "It is also consistent with \"{}\": {} (invariant {}).\n",
+            other.name(),
+            other.description(),
+            other.expected().map_or(0, |i| i.number())
+        ));
+    }
+    v.diagnosis = Some(m);
+    v.also_consistent_with = explaining[1..].to_vec();
     v
 }

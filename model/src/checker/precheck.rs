@@ -473,6 +473,7 @@ impl Finding {
             explanation: self.explain(history, part, key, items),
             found_by: FoundBy::Precheck(self.name()),
             diagnosis: None,
+            also_consistent_with: Vec::new(),
         }
     }
 

@@ -16,7 +16,7 @@
 use super::explain;
 use super::intern::Ctx;
 use super::partition::Partition;
-use super::state::{apply, call_open_ended, closure, PState};
+use super::state::{apply, call_open_ended, closure, PState, CLOSURE_LIMIT};
 use super::{Exhausted, Meter, Violation};
 use crate::history::History;
 use std::collections::HashSet;
@@ -195,8 +195,15 @@ pub(crate) fn search(cx: Ctx<'_>, meter: &mut Meter) -> Outcome {
             let next = if part.entries[i].is_open_ended() {
                 Some(pend(cx, &states, i, ended))
             } else {
-                let from = closed.get_or_insert_with(|| closure(cx, &states));
-                step(cx, from, i, ended)
+                if closed.is_none() {
+                    match closure(cx, &states) {
+                        Ok(c) => closed = Some(c),
+                        Err(_) => {
+                            return Outcome::Exhausted(Exhausted::States(CLOSURE_LIMIT as u64))
+                        }
+                    }
+                }
+                closed.as_deref().and_then(|from| step(cx, from, i, ended))
             };
             if let Some(next) = next {
                 bits.set(i);

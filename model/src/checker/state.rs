@@ -178,11 +178,19 @@ pub fn call_open_ended(cx: Ctx<'_>, i: usize, state: &PState, txn_ended: bool) -
     next
 }
 
+/// More states than this in one closure: the unknown outcomes are too many to search (the
+/// check ends unknown rather than running unbounded between two budget checks).
+pub const CLOSURE_LIMIT: usize = 20_000;
+
+/// A closure grew past [`CLOSURE_LIMIT`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooManyStates;
+
 /// Every state reachable from `states` by firing pending entries (any of them, in any
 /// order), the states themselves included.
-pub fn closure(cx: Ctx<'_>, states: &[PState]) -> Vec<PState> {
+pub fn closure(cx: Ctx<'_>, states: &[PState]) -> Result<Vec<PState>, TooManyStates> {
     if states.iter().all(|s| s.pending.is_empty()) {
-        return states.to_vec();
+        return Ok(states.to_vec());
     }
     let mut seen: BTreeSet<PState> = states.iter().cloned().collect();
     let mut frontier: Vec<PState> = states.to_vec();
@@ -198,9 +206,12 @@ pub fn closure(cx: Ctx<'_>, states: &[PState]) -> Vec<PState> {
                     frontier.push(f);
                 }
             }
+            if seen.len() > CLOSURE_LIMIT {
+                return Err(TooManyStates);
+            }
         }
     }
-    seen.into_iter().collect()
+    Ok(seen.into_iter().collect())
 }
 
 struct Call<'a> {
