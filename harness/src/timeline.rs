@@ -32,7 +32,10 @@ const TOOLTIP_BYTES: usize = 360;
 const NAME_CHARS: usize = 32;
 
 // Layout, in px.
+/// Width of the lane labels' column, which stays put while the plot scrolls.
 const LABEL_W: f64 = 56.0;
+/// Room left of the first instant drawn.
+const PLOT_PAD: f64 = 4.0;
 const AXIS_H: f64 = 24.0;
 const LANE_H: f64 = 22.0;
 const BAR_H: f64 = 14.0;
@@ -452,12 +455,12 @@ impl Frame {
     /// The x of server instant `t`, clamped to the drawn range.
     fn x(&self, t: Ts) -> f64 {
         let t = self.extent.clamp(t).clamp(self.lo, self.hi);
-        LABEL_W + distance(self.lo, t) / distance(self.lo, self.hi).max(1.0) * self.plot_w
+        PLOT_PAD + distance(self.lo, t) / distance(self.lo, self.hi).max(1.0) * self.plot_w
     }
 
     /// The x open-ended bars run to.
     fn right_edge(&self) -> f64 {
-        LABEL_W + self.plot_w + OPEN_TAIL
+        PLOT_PAD + self.plot_w + OPEN_TAIL
     }
 
     fn svg_width(&self) -> f64 {
@@ -572,7 +575,8 @@ pre{background:#fff;border:1px solid #ddd;padding:.5em;overflow:auto;max-height:
 .sw-offending{background:#e11d48;border:2px solid #7f1d1d}.sw-involved{border:2px dashed #d97706}\
 .sw-linearized{border:2px solid #1a7f37}.sw-txn{border:1px solid #1a7f37;background:none}\
 .sw-restart{background:#dc262640}.sw-lapse{background:#7c3aed40}.sw-other{background:#6b728040}\
-.plot{overflow-x:auto;border:1px solid #ccc}svg{display:block}\
+.tl{display:flex;border:1px solid #ccc}.labels{flex:none;border-right:1px solid #ccc}\
+.plot{overflow-x:auto;flex:1}svg{display:block}\
 svg text{font-size:10px}.lane{fill:#fafafa}.lane.alt{fill:#f0f0f0}\
 .tick{stroke:#ddd}.pl{font-weight:bold}\
 .op rect{stroke:#555;stroke-width:.5}.op.ok rect{fill:#7fb3e6}.op.fail rect{fill:#e6a07f}\
@@ -771,9 +775,15 @@ impl Page<'_> {
         let height = AXIS_H + f.lanes_h() + FOOT_H;
         writeln!(
             out,
-            "<div class=\"plot\"><svg width=\"{:.0}\" height=\"{height:.0}\" role=\"img\">\n\
-             <defs><linearGradient id=\"fade\"><stop offset=\"0\" stop-color=\"#999\"/>\
-             <stop offset=\"1\" stop-color=\"#999\" stop-opacity=\"0\"/></linearGradient></defs>",
+            "<div class=\"tl\"><svg class=\"labels\" width=\"{LABEL_W:.0}\" height=\"{height:.0}\">"
+        )?;
+        self.write_lane_labels(out)?;
+        writeln!(
+            out,
+            "</svg><div class=\"plot\"><svg id=\"plot\" width=\"{:.0}\" height=\"{height:.0}\" \
+             role=\"img\">\n<defs><linearGradient id=\"fade\"><stop offset=\"0\" \
+             stop-color=\"#999\"/><stop offset=\"1\" stop-color=\"#999\" stop-opacity=\"0\"/>\
+             </linearGradient></defs>",
             f.svg_width()
         )?;
         self.write_lanes(out)?;
@@ -783,21 +793,33 @@ impl Page<'_> {
         for i in &self.scope.ops {
             self.write_op(out, *i)?;
         }
-        out.push_str("</svg></div>\n");
+        out.push_str("</svg></div></div>\n");
         Ok(())
     }
 
+    /// The lanes' process ids, in a column of their own so they stay in view.
+    fn write_lane_labels(&self, out: &mut String) -> fmt::Result {
+        for (i, process) in self.frame.lanes.iter().enumerate() {
+            let y = AXIS_H + i as f64 * LANE_H + LANE_H - 7.0;
+            writeln!(
+                out,
+                "<text class=\"pl\" x=\"4\" y=\"{y:.0}\">p{process}</text>"
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Alternating lane backgrounds across the plot.
     fn write_lanes(&self, out: &mut String) -> fmt::Result {
         let f = self.frame;
-        for (i, process) in f.lanes.iter().enumerate() {
+        for i in 0..f.lanes.len() {
             let y = AXIS_H + i as f64 * LANE_H;
             let alt = if i % 2 == 1 { " alt" } else { "" };
             writeln!(
                 out,
-                "<rect class=\"lane{alt}\" x=\"0\" y=\"{y:.0}\" width=\"{:.0}\" height=\"{LANE_H:.0}\"/>\
-                 <text class=\"pl\" x=\"4\" y=\"{:.0}\">p{process}</text>",
-                f.svg_width(),
-                y + LANE_H - 7.0
+                "<rect class=\"lane{alt}\" x=\"0\" y=\"{y:.0}\" width=\"{:.0}\" \
+                 height=\"{LANE_H:.0}\"/>",
+                f.svg_width()
             )?;
         }
         Ok(())

@@ -528,7 +528,7 @@ fn an_unknown_op_fades_to_the_right_edge() {
     let unknown_op = 4;
     let classes = op_classes(&page, unknown_op).expect("drawn");
     assert!(classes.contains(&"open".to_string()) && classes.contains(&"unk".to_string()));
-    let svg_width: f64 = attr(&page, "<svg width=\"").expect("svg width");
+    let svg_width: f64 = attr(&page, "<svg id=\"plot\" width=\"").expect("plot width");
     let at = page.find("id=\"op-4\"").expect("op 4");
     let x: f64 = attr(&page[at..], "x=\"").expect("x");
     let w: f64 = attr(&page[at..], "width=\"").expect("width");
@@ -682,6 +682,6 @@ fn times_at_the_ends_of_i64_are_drawn_in_order() {
         let at = page.find(&format!("id=\"op-{id}\"")).expect("drawn");
         attr(&page[at..], "x=\"").expect("x")
     };
-    assert_eq!(x_of(1), 56.0, "the earliest op starts the plot");
+    assert_eq!(x_of(1), 4.0, "the earliest op starts the plot");
     assert!(x_of(2) > 900.0, "the latest op ends it: {}", x_of(2));
 }
