@@ -27,9 +27,13 @@ pub const MAX_NEMESES_DRAWN: usize = 1_000;
 const PREFIX_TAIL: usize = 200;
 /// Longest tooltip, in escaped bytes: keeps every op within a few hundred bytes whatever
 /// its names or error message hold.
-const TOOLTIP_BYTES: usize = 360;
+const TOOLTIP_BYTES: usize = 256;
+/// Longest bar label, in escaped bytes.
+const LABEL_BYTES: usize = 24;
 /// Longest key or owner in a tooltip or label, in characters (the header lists keys whole).
 const NAME_CHARS: usize = 32;
+/// Most keys the header lists.
+const KEYS_LISTED: usize = 20;
 
 // Layout, in px.
 /// Width of the lane labels' column, which stays put while the plot scrolls.
@@ -809,20 +813,21 @@ impl Page<'_> {
         Ok(())
     }
 
-    /// Alternating lane backgrounds across the plot.
+    /// Alternating lane backgrounds across the plot, as one rect tiled by a pattern so that
+    /// a lane costs no bytes.
     fn write_lanes(&self, out: &mut String) -> fmt::Result {
         let f = self.frame;
-        for i in 0..f.lanes.len() {
-            let y = AXIS_H + i as f64 * LANE_H;
-            let alt = if i % 2 == 1 { " alt" } else { "" };
-            writeln!(
-                out,
-                "<rect class=\"lane{alt}\" x=\"0\" y=\"{y:.0}\" width=\"{:.0}\" \
-                 height=\"{LANE_H:.0}\"/>",
-                f.svg_width()
-            )?;
-        }
-        Ok(())
+        writeln!(
+            out,
+            "<defs><pattern id=\"lanes\" y=\"{AXIS_H:.0}\" width=\"8\" height=\"{:.0}\" \
+             patternUnits=\"userSpaceOnUse\"><rect class=\"lane\" width=\"8\" \
+             height=\"{LANE_H:.0}\"/><rect class=\"lane alt\" y=\"{LANE_H:.0}\" width=\"8\" \
+             height=\"{LANE_H:.0}\"/></pattern></defs><rect x=\"0\" y=\"{AXIS_H:.0}\" \
+             width=\"{:.0}\" height=\"{:.0}\" fill=\"url(#lanes)\"/>",
+            2.0 * LANE_H,
+            f.svg_width(),
+            f.lanes_h()
+        )
     }
 
     fn write_axis(&self, out: &mut String) -> fmt::Result {
@@ -914,7 +919,7 @@ impl Page<'_> {
         Ok(())
     }
 
-    /// Each drawn transaction's process, x-range and ops drawn.
+    /// Each drawn transaction's process and x-range.
     fn txn_spans(&self) -> BTreeMap<TxnId, TxnSpan> {
         let mut spans: BTreeMap<TxnId, TxnSpan> = BTreeMap::new();
         for i in &self.scope.ops {
@@ -925,11 +930,9 @@ impl Page<'_> {
                 process: op.process,
                 x0,
                 x1,
-                ops: 0,
             });
             span.x0 = span.x0.min(x0);
             span.x1 = span.x1.max(x1);
-            span.ops += 1;
         }
         spans
     }
@@ -950,14 +953,14 @@ impl Page<'_> {
             Some(TxnEnd::Unknown) => ("unknown", "?", "end unknown (COMMIT answer lost)"),
             None => ("unknown", "?", "no record of its end"),
         };
-        let isolation = record.map_or("", |r| r.isolation.sql());
+        let isolation = record
+            .map(|r| format!(" · {}", r.isolation.sql()))
+            .unwrap_or_default();
         writeln!(
             out,
-            "<g class=\"txn {class}\"><title>txn {txn} · process {} · {isolation} · {end} · {} ops \
-             drawn</title><rect x=\"{:.1}\" y=\"{:.0}\" width=\"{:.1}\" height=\"{:.0}\"/>\
+            "<g class=\"txn {class}\"><title>txn {txn}{isolation} · {end}</title><rect \
+             x=\"{:.1}\" y=\"{:.0}\" width=\"{:.1}\" height=\"{:.0}\"/>\
              <text x=\"{:.1}\" y=\"{:.0}\">{mark}</text></g>",
-            span.process,
-            span.ops,
             span.x0 - 2.0,
             y + 1.0,
             span.x1 - span.x0 + 4.0,
@@ -1002,7 +1005,7 @@ impl Page<'_> {
             esc_capped(&self.tooltip(i, mark), TOOLTIP_BYTES),
             x1 - x0
         )?;
-        let room = ((x1 - x0) / CHAR_W) as usize;
+        let room = (((x1 - x0) / CHAR_W) as usize).min(LABEL_BYTES);
         if room >= 4 {
             write!(
                 out,
@@ -1049,7 +1052,6 @@ struct TxnSpan {
     process: ProcessId,
     x0: f64,
     x1: f64,
-    ops: usize,
 }
 
 /// An op whose effect may land any time after its invoke: an unknown outcome, or a window
@@ -1106,8 +1108,17 @@ fn quoted_keys(keys: &[String]) -> String {
     if keys.is_empty() {
         return "(calls naming no key)".to_string();
     }
-    let quoted: Vec<String> = keys.iter().map(|k| format!("{k:?}")).collect();
-    quoted.join(", ")
+    let quoted: Vec<String> = keys
+        .iter()
+        .take(KEYS_LISTED)
+        .map(|k| format!("{k:?}"))
+        .collect();
+    let more = keys.len().saturating_sub(KEYS_LISTED);
+    if more > 0 {
+        format!("{} and {more} more", quoted.join(", "))
+    } else {
+        quoted.join(", ")
+    }
 }
 
 /// A key or owner as a quoted string, cut to [`NAME_CHARS`] characters.

@@ -216,7 +216,7 @@ fn tags(page: &str) -> (BTreeSet<String>, bool) {
     (names, balanced && open.is_empty())
 }
 
-const ALLOWED_TAGS: [&str; 26] = [
+const ALLOWED_TAGS: [&str; 27] = [
     "!DOCTYPE",
     "html",
     "head",
@@ -238,6 +238,7 @@ const ALLOWED_TAGS: [&str; 26] = [
     "svg",
     "defs",
     "linearGradient",
+    "pattern",
     "stop",
     "rect",
     "text",
@@ -371,7 +372,7 @@ fn lanes_are_the_processes_drawn_in_order_of_their_first_op() {
     };
     // process 9 only touched another key: the violation page leaves its lane out
     assert_eq!(lanes(&page), ["p7", "p3", "p5"]);
-    assert_eq!(count_class(&page, "lane"), 3);
+    assert_eq!(count_class(&page, "pl"), 3);
     assert!(page.contains("1 other keys with 1 ops omitted"));
     // negative control: with every key shown, process 9 has its lane, in first-op order
     let all = render(&h, &linearizable(), "lanes");
@@ -564,8 +565,19 @@ fn transactions_are_outlined_with_their_end() {
     assert_eq!(count_class(&page, "txn"), 3);
     assert_eq!(count_class(&page, "commit"), 1);
     assert_eq!(count_class(&page, "rollback"), 1);
-    assert!(page.contains("txn 3 · process 3 ·  · no record of its end"));
-    assert!(page.contains("2 ops drawn"));
+    assert!(page.contains("<title>txn 1 · read committed · committed</title>"));
+    assert!(page.contains("<title>txn 3 · no record of its end</title>"));
+    // the outline spans both ops of txn 1: from before op 1 to past op 2
+    let outline_x = attr(&page[page.find("<title>txn 1").expect("txn 1")..], "x=\"").expect("x");
+    let op_x = |id: u64| {
+        let at = page.find(&format!("id=\"op-{id}\"")).expect("drawn");
+        let x: f64 = attr(&page[at..], "x=\"").expect("x");
+        x + attr(&page[at..], "width=\"").expect("width")
+    };
+    assert!(outline_x < op_x(1));
+    let outline = &page[page.find("<title>txn 1").expect("txn 1")..];
+    let outline_end = outline_x + attr(outline, "width=\"").expect("width");
+    assert!(outline_end > op_x(2), "{outline_end} vs {}", op_x(2));
     // negative control: autocommit ops get no outline
     assert_eq!(
         count_class(&render(&handover(), &linearizable(), "t"), "txn"),
@@ -684,4 +696,42 @@ fn times_at_the_ends_of_i64_are_drawn_in_order() {
     };
     assert_eq!(x_of(1), 4.0, "the earliest op starts the plot");
     assert!(x_of(2) > 900.0, "the latest op ends it: {}", x_of(2));
+}
+
+#[test]
+fn hostile_long_names_keep_each_op_within_its_byte_budget() {
+    // the worst case per op: its own process, its own transaction, names and an error
+    // message far longer than a tooltip, made of characters that escape to entities
+    let long = "\"<&'".repeat(300);
+    let mut b = Builder::default();
+    let ops = 1_000;
+    for n in 0..ops {
+        let (a, z) = (n as i64 * 10, n as i64 * 10 + 8);
+        let call = Op::release(format!("{long}{n}"), long.clone(), 1);
+        let result = OpResult::Fail {
+            sqlstate: long.clone(),
+            message: long.clone(),
+        };
+        b.op_in(n, Some(u64::from(n)), call, a, z, result);
+        b.txn(u64::from(n), n, a, z, TxnEnd::Rollback);
+    }
+    let page = render(&b.h, &linearizable(), &long);
+    assert_eq!(drawn_ops(&page), ops as usize);
+    let per_op = (page.len() - 2 * 6 * long.len()) / ops as usize;
+    assert!(per_op <= 600, "{per_op} bytes per op");
+    // negative control: the same history with short names costs much less per op
+    let mut short = b.h.clone();
+    for op in &mut short.ops {
+        op.call = Op::release("k".to_string(), "o".to_string(), 1);
+        op.result = OpResult::Fail {
+            sqlstate: "XX000".to_string(),
+            message: "e".to_string(),
+        };
+    }
+    let small = render(&short, &linearizable(), "short");
+    assert!(
+        small.len() / (ops as usize) < per_op,
+        "{} vs {per_op}",
+        small.len()
+    );
 }
