@@ -9,3 +9,4 @@ pub mod extension;
 pub mod fate;
 pub mod installcheck;
 pub mod pg;
+pub mod recorder;
