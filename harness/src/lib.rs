@@ -3,6 +3,7 @@
 //! typed lease client with error classification ([`client`]) by the one
 //! error-fate table, read from driver errors by [`fate`].
 
+pub mod campaign;
 pub mod client;
 pub mod conformance;
 pub mod extension;
@@ -10,3 +11,4 @@ pub mod fate;
 pub mod installcheck;
 pub mod pg;
 pub mod recorder;
+pub mod workload;

@@ -35,7 +35,7 @@ use model::{
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_postgres::{CancelToken, Client, NoTls};
 
@@ -89,8 +89,8 @@ impl Default for RecorderOptions {
     }
 }
 
-/// Records one history against one database. Share it (e.g. in an `Arc`) between the
-/// sessions of a run; [`Recorder::finish`] ends the history.
+/// Records one history against one database. Its sessions share it through an `Arc`;
+/// [`Recorder::finish`] ends the history.
 pub struct Recorder {
     clock: Instant,
     config: tokio_postgres::Config,
@@ -142,9 +142,9 @@ impl Recorder {
     }
 
     /// A new session (it connects on its first call).
-    pub fn session(&self) -> Session<'_> {
+    pub fn session(self: &Arc<Self>) -> Session {
         Session {
-            recorder: self,
+            recorder: Arc::clone(self),
             conn: None,
             txn: None,
         }
@@ -312,13 +312,13 @@ enum Answered<T> {
 }
 
 /// A client session: one process at a time on one connection. Calls run one at a time.
-pub struct Session<'r> {
-    recorder: &'r Recorder,
+pub struct Session {
+    recorder: Arc<Recorder>,
     conn: Option<Conn>,
     txn: Option<OpenTxn>,
 }
 
-impl Session<'_> {
+impl Session {
     /// The process id the session records as now (`None` before it connected and after
     /// it was retired).
     pub fn process(&self) -> Option<ProcessId> {

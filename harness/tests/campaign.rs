@@ -4,6 +4,7 @@
 use harness::pg::{shared, test_majors, Cluster, PgInstall};
 use harness::recorder::{Begun, Recorder, RecorderOptions};
 use model::{Interval, Op, OpRecord, OpResult, Outcome, Span, TxnEnd};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A recorder on a fresh database of the shared cluster of `major`.
@@ -11,7 +12,7 @@ async fn recorder(
     major: u32,
     prefix: &str,
     call_timeout: Duration,
-) -> (&'static Cluster, String, Recorder) {
+) -> (&'static Cluster, String, Arc<Recorder>) {
     let cluster = shared(major).expect("a PostgreSQL cluster");
     let db = cluster
         .fresh_database(prefix)
@@ -21,7 +22,7 @@ async fn recorder(
         call_timeout,
         ..RecorderOptions::default()
     };
-    let rec = Recorder::new(cluster.config(&db), options).expect("a recorder");
+    let rec = Arc::new(Recorder::new(cluster.config(&db), options).expect("a recorder"));
     (cluster, db, rec)
 }
 
@@ -299,7 +300,7 @@ async fn a_commit_whose_answer_is_lost_is_recorded_committed() {
         .batch_execute("SELECT pg_reload_conf()")
         .await
         .unwrap();
-    let rec = Recorder::new(cluster.config(&db), RecorderOptions::default()).unwrap();
+    let rec = Arc::new(Recorder::new(cluster.config(&db), RecorderOptions::default()).unwrap());
     let mut s = rec.session();
     // A new session sees the reloaded setting.
     s.connect().await.unwrap();
@@ -326,4 +327,198 @@ async fn a_commit_whose_answer_is_lost_is_recorded_committed() {
     assert_eq!(history.txns.len(), 1);
     assert_eq!(history.txns[0].end, TxnEnd::Commit);
     assert!(model::checker::check(&history, &Default::default()).is_linearizable());
+}
+
+use harness::campaign::{self, Campaign, Length, Report, Silent, Target};
+use harness::extension::MUTANTS;
+use model::Budget;
+
+/// The seed of the campaigns below (fixed, so a failure names its plans; the interleaving
+/// of real concurrency still varies run to run).
+const SEED: u64 = 20_261_203;
+
+/// A campaign of the default workload (8 processes, 2 keys) of `ops` calls. Its history is
+/// kept in `$LEASECHECK_HISTORY_DIR` when that is set.
+fn campaign(target: Target, ops: u64, label: &str) -> Campaign {
+    Campaign {
+        history_file: campaign::history_file_from_env(label, SEED),
+        budget: Budget {
+            time: Some(Duration::from_secs(30)),
+            states: Some(5_000_000),
+        },
+        ..Campaign::new(target, Length::Ops(ops), SEED)
+    }
+}
+
+fn summary(label: &str, r: &Report, elapsed: Duration) -> String {
+    let f = &r.figures;
+    format!(
+        "{label} on PG {}: {} ({} ops, {:.0} ops/s, {} unknown, {} failed, {} txns, record {:.1?}, check {:.1?}, total {:.1?})",
+        r.postgres,
+        r.outcome.name(),
+        f.ops,
+        f.ops_per_s(),
+        f.unknown_ops,
+        f.failed_ops,
+        f.txns,
+        f.record_time,
+        f.check_time,
+        elapsed
+    )
+}
+
+/// 8 processes x 2 keys x 1,500 ops on every tested major: the shipped pg_lease must come
+/// out linearizable. Bounded: each campaign must finish within 60 s (recording at
+/// ~1,000-1,500 ops/s takes 1-2 s here; the check's budget is 30 s, its diagnosis 5 s).
+///
+/// Ignored while pg_lease 0.1.0 has a real violation under contention: it reads
+/// `clock_timestamp()` before taking the key's row lock, so a grant or renew that waited
+/// for the lock is backdated to before the write it waited for (the checker's pre-check
+/// grant-overlap, invariant 1; e.g. results/histories/20261203T093850Z). It fails most runs;
+/// run it with `--ignored`, and stop ignoring it once the extension reads the clock under
+/// the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "pg_lease 0.1.0 backdates grants after a row-lock wait (clock read before the lock): a real violation under contention, fixed elsewhere"]
+async fn a_free_running_campaign_on_pg_lease_is_linearizable() {
+    for major in test_majors() {
+        let cluster = shared(major).unwrap();
+        let started = Instant::now();
+        let report = campaign::run(
+            cluster,
+            &campaign(Target::PgLease, 1_500, &format!("pg_lease-pg{major}")),
+            Arc::new(Silent),
+        )
+        .await;
+        let elapsed = started.elapsed();
+        println!("{}", summary("pg_lease", &report, elapsed));
+        assert!(
+            matches!(report.outcome, campaign::Outcome::Linearizable(_)),
+            "PG {major}: {}",
+            report.outcome
+        );
+        assert_eq!(report.figures.ops, 1_500);
+        assert!(elapsed < Duration::from_secs(60), "took {elapsed:?}");
+    }
+}
+
+/// The SQL mutants whose bug changes answers: a free-running campaign must end in a
+/// violation on each. The two about lock behaviour (`probe_locks_the_row`,
+/// `lost_race_keeps_row_lock`) answer like pg_lease, only later; their campaigns end in
+/// violations too today, but only through the backdating pg_lease 0.1.0 itself shows
+/// (it reads `clock_timestamp()` before taking the row lock, and their longer lock waits
+/// make that visible), so they are run and reported, never counted as caught.
+const ANSWER_MUTANTS: &[&str] = &[
+    "release_keeps_epoch",
+    "renew_ignores_expiry",
+    "takeover_reuses_epoch",
+    "acquire_ignores_holder",
+    "inspect_shows_lapsed_as_held",
+    "no_key_length_limit",
+];
+
+/// How a violation was found, for the report: invariant, finder, diagnosis.
+fn finding(outcome: &campaign::Outcome) -> String {
+    match outcome {
+        campaign::Outcome::Violation(v) => format!(
+            "invariant {} ({}), found by {:?}, diagnosis {}",
+            v.invariant.number(),
+            v.invariant,
+            v.found_by,
+            v.diagnosis.map_or("none", |m| m.name())
+        ),
+        other => other.name().to_string(),
+    }
+}
+
+/// Each mutant gets a campaign on PG 15 (the first tested major without it). A mutant
+/// that fails to install is an infrastructure failure, never counted as caught. Bounded:
+/// 8 campaigns of ~2-10 s recording and at most 30 s of checking each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn free_running_campaigns_catch_the_sql_mutants() {
+    let major = if test_majors().contains(&15) {
+        15
+    } else {
+        test_majors()[0]
+    };
+    let cluster = shared(major).unwrap();
+    let mut lines = Vec::new();
+    let mut wrong = Vec::new();
+    for mutant in MUTANTS {
+        let started = Instant::now();
+        let label = format!("mutant-{}", mutant.name);
+        let c = campaign(Target::Mutant(mutant), 1_500, &label);
+        let report = campaign::run(cluster, &c, Arc::new(Silent)).await;
+        let counted = ANSWER_MUTANTS.contains(&mutant.name);
+        lines.push(format!(
+            "{}: {}{}",
+            summary(&label, &report, started.elapsed()),
+            finding(&report.outcome),
+            if counted {
+                ""
+            } else {
+                " [lock behaviour: not counted]"
+            }
+        ));
+        match &report.outcome {
+            campaign::Outcome::Violation(_) => {}
+            campaign::Outcome::Infrastructure(e) => wrong.push(format!(
+                "{}: infrastructure failure, not a catch: {e}",
+                mutant.name
+            )),
+            other if counted => wrong.push(format!("{}: not caught: {other}", mutant.name)),
+            _ => {}
+        }
+    }
+    println!("{}", lines.join("\n"));
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// A campaign that cannot be made is an infrastructure failure (exit status 2), never a
+/// violation: an invalid workload, and a mutant whose edit no longer applies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_campaign_that_cannot_run_is_an_infrastructure_failure() {
+    static STALE: harness::extension::Mutant = harness::extension::Mutant {
+        name: "stale",
+        breaks: "nothing: its edit matches no text of the script",
+        edits: &[("no such text in the script", "")],
+        caught_by: &[],
+    };
+    let cluster = shared(test_majors()[0]).unwrap();
+    let mut bad_workload = campaign(Target::PgLease, 10, "bad-workload");
+    bad_workload.workload.processes = 99;
+    for c in [
+        bad_workload,
+        campaign(Target::Mutant(&STALE), 10, "stale-mutant"),
+    ] {
+        let report = campaign::run(cluster, &c, Arc::new(Silent)).await;
+        assert!(
+            matches!(report.outcome, campaign::Outcome::Infrastructure(_)),
+            "{}",
+            report.outcome
+        );
+        assert_eq!(report.outcome.exit_code(), 2);
+        let verdict = campaign::verdict_json(&report, &c, None);
+        assert_eq!(verdict["verdict"], "infrastructure");
+        assert_eq!(verdict["invariant"], serde_json::Value::Null);
+    }
+    // Negative control: the same path with a valid campaign records and judges.
+    let ok = campaign(Target::PgLease, 10, "tiny");
+    let report = campaign::run(cluster, &ok, Arc::new(Silent)).await;
+    assert_eq!(report.figures.ops, 10, "{}", report.outcome);
+    let verdict = campaign::verdict_json(&report, &ok, Some("history.jsonl"));
+    assert_eq!(verdict["figures"]["ops"], 10);
+    assert_eq!(verdict["target"], "pg_lease");
+    assert_eq!(verdict["seed"], SEED);
+}
+
+#[test]
+fn targets_are_pg_lease_or_a_known_mutant() {
+    assert_eq!("pg_lease".parse::<Target>().unwrap(), Target::PgLease);
+    for m in MUTANTS {
+        let t: Target = format!("mutant:{}", m.name).parse().unwrap();
+        assert_eq!(t.to_string(), format!("mutant:{}", m.name));
+    }
+    let err = "mutant:nope".parse::<Target>().unwrap_err().to_string();
+    assert!(err.contains("release_keeps_epoch"), "{err}");
+    assert!("pg_lease_x".parse::<Target>().is_err());
 }
