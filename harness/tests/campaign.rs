@@ -522,3 +522,104 @@ fn targets_are_pg_lease_or_a_known_mutant() {
     assert!(err.contains("release_keeps_epoch"), "{err}");
     assert!("pg_lease_x".parse::<Target>().is_err());
 }
+
+/// A call without an answer within the client timeout is cancelled on the server and
+/// recorded unknown; its process is retired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_times_out_is_cancelled_and_unknown() {
+    let major = test_majors()[0];
+    let timeout = Duration::from_millis(300);
+    let (cluster, db, rec) = recorder(major, "rec_timeout", timeout).await;
+    let mut holder = rec.session();
+    let mut waiter = rec.session();
+    let held = holder
+        .call(&acquire("k", "a", Interval::secs(60), Interval::ZERO))
+        .await
+        .unwrap();
+    assert!(matches!(
+        held.result,
+        OpResult::Ok(Outcome::Acquired { .. })
+    ));
+    waiter.connect().await.unwrap();
+    let pid = waiter.backend_pid().unwrap();
+    let process = waiter.process().unwrap();
+    let started = Instant::now();
+    let lost = waiter
+        .call(&acquire("k", "b", Interval::secs(1), Interval::secs(30)))
+        .await
+        .unwrap();
+    // The margin: the timeout plus the cancel's own round trip, far below the 30 s wait.
+    assert!(started.elapsed() < timeout + Duration::from_secs(5));
+    assert!(
+        matches!(&lost.result, OpResult::Unknown { reason } if reason.contains("client timeout")),
+        "{lost:?}"
+    );
+    assert_eq!(lost.process, process);
+    assert_eq!(waiter.process(), None, "the process is retired");
+    // The server stopped running it: the backend no longer runs the 30 s wait.
+    let admin = cluster.connect(&db).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let active = admin
+            .query_opt(
+                "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND state = 'active'",
+                &[&pid],
+            )
+            .await
+            .unwrap();
+        if active.is_none() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "backend {pid} still runs the call"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Negative control: a call that answers within the timeout is recorded as answered.
+    let answered = waiter.call(&Op::Inspect { key: key("k") }).await.unwrap();
+    assert!(matches!(answered.result, OpResult::Ok(_)));
+    assert_ne!(answered.process, process);
+    let history = rec.finish().unwrap();
+    assert!(model::checker::check(&history, &Default::default()).is_linearizable());
+}
+
+/// A fault injector records its fault's start, end and effect through the recorder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nemesis_events_are_recorded_with_their_effect() {
+    let (_, _, rec) = recorder(test_majors()[0], "rec_nemesis", Duration::from_secs(10)).await;
+    let started = rec.nemesis_start("pause");
+    let mut s = rec.session();
+    s.call(&Op::Inspect { key: key("k") }).await.unwrap();
+    rec.nemesis_end(started, model::NemesisEffect::None, "paused nothing")
+        .unwrap();
+    let history = rec.finish().unwrap();
+    assert_eq!(history.nemeses.len(), 1);
+    let n = &history.nemeses[0];
+    assert_eq!(n.fault, "pause");
+    assert!(n.start <= history.ops[0].invoke && history.ops[0].complete <= n.end);
+    // A finished recorder takes no more records.
+    let late = rec.nemesis_start("pause");
+    assert!(rec
+        .nemesis_end(late, model::NemesisEffect::None, "")
+        .is_err());
+}
+
+/// A campaign can run for a time instead of a number of ops. Bounded: 1 s of recording.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_campaign_can_run_for_a_time() {
+    let cluster = shared(test_majors()[0]).unwrap();
+    let c = Campaign {
+        length: Length::Time(Duration::from_secs(1)),
+        ..campaign(Target::PgLease, 0, "timed")
+    };
+    let report = campaign::run(cluster, &c, Arc::new(Silent)).await;
+    assert!(report.figures.ops > 0, "{}", report.outcome);
+    // The margin: calls started before the deadline finish within the call timeout.
+    assert!(report.figures.record_time < Duration::from_secs(1) + c.call_timeout);
+    assert!(
+        !matches!(report.outcome, campaign::Outcome::Infrastructure(_)),
+        "{}",
+        report.outcome
+    );
+}
