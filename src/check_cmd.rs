@@ -188,7 +188,10 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
     let bar = Arc::new(bar(campaign.length));
     let report = runtime.block_on(campaign::run(&cluster, &campaign, bar.clone()));
     bar.0.finish_and_clear();
-    let verdict = campaign::verdict_json(&report, &campaign, Some("history.jsonl"));
+    let history_file = dir.join("history.jsonl");
+    // A run that failed before recording started has no history to name.
+    let history = history_file.exists().then_some("history.jsonl");
+    let verdict = campaign::verdict_json(&report, &campaign, history);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let verdict_file = dir.join("verdict.json");
     let text = serde_json::to_string_pretty(&verdict).context("encoding the verdict")?;
@@ -207,10 +210,13 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
         f.process_ids,
         f.check_time
     );
+    let history = match history {
+        Some(_) => history_file.display().to_string(),
+        None => "none".to_string(),
+    };
     println!(
-        "PostgreSQL {}; history {}; verdict {}; seed {seed}",
+        "PostgreSQL {}; history {history}; verdict {}; seed {seed}",
         report.postgres,
-        dir.join("history.jsonl").display(),
         verdict_file.display()
     );
     Ok(report.outcome.exit_code())

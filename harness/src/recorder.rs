@@ -206,16 +206,23 @@ impl Recorder {
         self.with_store(|s| s.txn(txn))
     }
 
-    async fn connect(&self) -> Result<Conn, RecorderError> {
-        let connect_error = |e: tokio_postgres::Error| RecorderError::Connect {
-            detail: e.to_string(),
-            source: Some(e),
-        };
-        let (client, connection) = self.config.connect(NoTls).await.map_err(connect_error)?;
+    /// A plain connection to the database (its driver task spawned).
+    async fn open(&self) -> Result<Client, tokio_postgres::Error> {
+        let (client, connection) = self.config.connect(NoTls).await?;
         tokio::spawn(async move {
             // The connection's own error shows as the next call's error.
             let _ = connection.await;
         });
+        Ok(client)
+    }
+
+    /// A session's connection: a new process id, with the calls prepared.
+    async fn connect(&self) -> Result<Conn, RecorderError> {
+        let connect_error = |e: tokio_postgres::Error| RecorderError::Connect {
+            detail: describe(&e),
+            source: Some(e),
+        };
+        let client = self.open().await.map_err(connect_error)?;
         let prepared = tokio::time::timeout(self.call_timeout, sql::Statements::prepare(&client))
             .await
             .map_err(|_| RecorderError::Connect {
@@ -226,11 +233,7 @@ impl Recorder {
                 source: None,
             })?;
         let (statements, backend_pid) = prepared.map_err(|e| match fate::fate(&e) {
-            Fate::HarnessBug(cause) => RecorderError::HarnessBug {
-                what: "preparing the calls",
-                cause,
-                detail: e.to_string(),
-            },
+            Fate::HarnessBug(cause) => harness_bug("preparing the calls", cause, &e),
             _ => connect_error(e),
         })?;
         Ok(Conn {
@@ -246,12 +249,15 @@ impl Recorder {
     /// `Commit` or `Rollback`, or `None` when it cannot tell (no connection, the id is too
     /// old, or the transaction is still in progress after the call timeout).
     pub async fn resolve_xact(&self, xid: &str) -> Option<TxnEnd> {
-        let conn = self.connect().await.ok()?;
+        let client = tokio::time::timeout(self.call_timeout, self.open())
+            .await
+            .ok()?
+            .ok()?;
         let deadline = Instant::now() + self.call_timeout;
         loop {
             let status = tokio::time::timeout(
                 self.call_timeout,
-                conn.client.query_one(sql::XACT_STATUS, &[&xid]),
+                client.query_one(sql::XACT_STATUS, &[&xid]),
             )
             .await
             .ok()?
