@@ -1,5 +1,6 @@
 //! `leasecheck`: the correctness gate and benchmark for pg_lease.
 
+mod check_cmd;
 mod check_history_cmd;
 mod model_cmd;
 
@@ -34,6 +35,9 @@ enum Command {
     /// Judge a recorded history (specs/HISTORY.md): exit 0 linearizable, 1 violation, 2 unknown
     /// or unreadable.
     CheckHistory(check_history_cmd::CheckHistoryArgs),
+    /// Run a free-running campaign against a throwaway cluster and judge its history: exit 0
+    /// linearizable, 1 violation, 2 unknown or infrastructure failure.
+    Check(check_cmd::CheckArgs),
 }
 
 #[derive(Debug, clap::Args, Default)]
@@ -70,6 +74,8 @@ fn main() {
     // An unreadable history is not a violation found in it: check-history keeps 1 for that.
     let failed = match command {
         Command::CheckHistory(_) => check_history_cmd::EXIT_UNREADABLE,
+        // A campaign that could not run is no finding about the target.
+        Command::Check(_) => check_cmd::EXIT_INFRASTRUCTURE,
         _ => EXIT_FAILED,
     };
     match real_main(command) {
@@ -110,10 +116,11 @@ fn real_main(command: Command) -> anyhow::Result<i32> {
         }
         Command::Model(args) => model_cmd::run(&args).map(|()| EXIT_OK),
         Command::CheckHistory(args) => check_history_cmd::run(&args),
+        Command::Check(args) => check_cmd::run(&args),
     }
 }
 
-fn start(major: u32) -> anyhow::Result<(PgInstall, Cluster)> {
+pub(crate) fn start(major: u32) -> anyhow::Result<(PgInstall, Cluster)> {
     let install = PgInstall::ensure(major)
         .with_context(|| format!("finding or fetching PostgreSQL {major}"))?;
     let cluster = Cluster::start(&install)

@@ -1,12 +1,17 @@
 //! I/O side of the pg_lease checks: PostgreSQL installs and throwaway
-//! clusters ([`pg`]), the pg_lease extension files ([`extension`]) and a
+//! clusters ([`pg`]), the pg_lease extension files ([`extension`]), a
 //! typed lease client with error classification ([`client`]) by the one
-//! error-fate table, read from driver errors by [`fate`].
+//! error-fate table, read from driver errors by [`fate`]; the history
+//! [`recorder`], [`workload`]s and [`campaign`]s judged by the model's checker,
+//! and the HTML [`timeline`] of a history.
 
+pub mod campaign;
 pub mod client;
 pub mod conformance;
 pub mod extension;
 pub mod fate;
 pub mod installcheck;
 pub mod pg;
+pub mod recorder;
 pub mod timeline;
+pub mod workload;

@@ -1,0 +1,648 @@
+//! Free-running campaigns: real concurrency against a real server, judged by the model.
+//!
+//! A [`Campaign`] runs the processes of a [`Workload`] as tokio tasks, each a recorder
+//! [`Session`](crate::recorder::Session) drawing its steps from its own RNG (seeded from
+//! the campaign seed), against a fresh database with the target extension (pg_lease or a
+//! SQL mutant of it), for a number of ops or a time. The recorded history is then judged
+//! by [`model::checker::check`] within a budget.
+//!
+//! The [`Outcome`] is typed: linearizable, a violation, unknown (the check's budget ran
+//! out), an answer outside the API's shape, or an infrastructure failure (the target
+//! could not be installed, a session could not connect, a harness bug). An infrastructure
+//! failure is never a violation.
+
+use crate::extension::{ExtensionFiles, Mutant, StaleMutant, MUTANTS};
+use crate::pg::{Cluster, PgError};
+use crate::recorder::{Recorder, RecorderError, RecorderOptions, Session};
+use crate::workload::{owner_name, Memory, ProcessPlan, Step, Workload, WorkloadError};
+use model::checker::{Spent, Stats, Violation};
+use model::{Budget, CheckOptions, History, Verdict};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The environment variable naming a directory in which every campaign keeps its history.
+pub const HISTORY_DIR_ENV: &str = "LEASECHECK_HISTORY_DIR";
+
+/// The extension a campaign runs against.
+#[derive(Clone, Copy, Debug)]
+pub enum Target {
+    /// pg_lease as shipped.
+    PgLease,
+    /// A SQL mutant of it ([`MUTANTS`]), installed as `pg_lease_<name>`.
+    Mutant(&'static Mutant),
+}
+
+/// A target name that is neither `pg_lease` nor `mutant:<a known mutant>`.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown target {given:?}: expected pg_lease or mutant:NAME with NAME one of {known}")]
+pub struct UnknownTarget {
+    pub given: String,
+    pub known: String,
+}
+
+impl FromStr for Target {
+    type Err = UnknownTarget;
+
+    fn from_str(s: &str) -> Result<Target, UnknownTarget> {
+        if s == crate::extension::NAME {
+            return Ok(Target::PgLease);
+        }
+        s.strip_prefix("mutant:")
+            .and_then(|name| MUTANTS.iter().find(|m| m.name == name))
+            .map(Target::Mutant)
+            .ok_or_else(|| UnknownTarget {
+                given: s.to_string(),
+                known: MUTANTS
+                    .iter()
+                    .map(|m| m.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+}
+
+/// Targets are the same when they name the same extension.
+impl PartialEq for Target {
+    fn eq(&self, other: &Target) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for Target {}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::PgLease => f.write_str(crate::extension::NAME),
+            Target::Mutant(m) => write!(f, "mutant:{}", m.name),
+        }
+    }
+}
+
+impl Target {
+    fn files(&self) -> Result<ExtensionFiles, StaleMutant> {
+        match self {
+            Target::PgLease => Ok(ExtensionFiles::pg_lease()),
+            Target::Mutant(m) => ExtensionFiles::mutant(m),
+        }
+    }
+}
+
+/// How long a campaign records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Length {
+    /// This many calls (transaction boundaries not counted).
+    Ops(u64),
+    /// Calls start until this much time has passed.
+    Time(Duration),
+}
+
+/// One free-running campaign.
+#[derive(Clone, Debug)]
+pub struct Campaign {
+    pub workload: Workload,
+    pub length: Length,
+    pub seed: u64,
+    pub target: Target,
+    /// The check's budget.
+    pub budget: Budget,
+    /// Client-side timeout of every call.
+    pub call_timeout: Duration,
+    /// Where to keep the history (none: in memory only).
+    pub history_file: Option<PathBuf>,
+}
+
+impl Campaign {
+    /// The default workload against `target` for `length`.
+    pub fn new(target: Target, length: Length, seed: u64) -> Campaign {
+        Campaign {
+            workload: Workload::default(),
+            length,
+            seed,
+            target,
+            budget: Budget::default(),
+            call_timeout: Duration::from_secs(10),
+            history_file: None,
+        }
+    }
+}
+
+/// What a campaign is told about while it runs.
+pub trait Progress: Send + Sync {
+    /// `ops` calls have been recorded so far.
+    fn recorded(&self, _ops: u64) {}
+    /// Recording ended; the check starts.
+    fn checking(&self) {}
+}
+
+/// Progress nobody watches.
+pub struct Silent;
+
+impl Progress for Silent {}
+
+/// A failure of the machinery around the target: never a finding about the target.
+#[derive(Debug, thiserror::Error)]
+pub enum InfraError {
+    #[error("invalid workload: {0}")]
+    Workload(#[from] WorkloadError),
+    #[error(transparent)]
+    StaleMutant(#[from] StaleMutant),
+    #[error("cannot install {target}: {source}")]
+    Install {
+        target: String,
+        #[source]
+        source: PgError,
+    },
+    #[error("cannot create a database with {target}: {source}")]
+    Database {
+        target: String,
+        #[source]
+        source: PgError,
+    },
+    #[error(transparent)]
+    Recorder(RecorderError),
+    #[error("a campaign task failed: {0}")]
+    Task(String),
+}
+
+/// How a campaign came out.
+#[derive(Debug)]
+pub enum Outcome {
+    Linearizable(Stats),
+    Violation(Box<Violation>),
+    /// The check's budget ran out: never a pass.
+    Unknown(Box<Spent>),
+    /// The target answered outside the documented shape of its API (it cannot even be
+    /// written as a history): a finding about the target, like a violation.
+    Malformed {
+        call: &'static str,
+        detail: String,
+    },
+    /// The campaign could not run or finish: not a finding about the target.
+    Infrastructure(InfraError),
+}
+
+impl Outcome {
+    /// A short name: `linearizable`, `violation`, `unknown`, `malformed`, `infrastructure`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Linearizable(_) => "linearizable",
+            Outcome::Violation(_) => "violation",
+            Outcome::Unknown(_) => "unknown",
+            Outcome::Malformed { .. } => "malformed",
+            Outcome::Infrastructure(_) => "infrastructure",
+        }
+    }
+
+    /// Exit status convention: 0 linearizable, 1 a finding (violation, malformed answer),
+    /// 2 unknown or an infrastructure failure.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Outcome::Linearizable(_) => 0,
+            Outcome::Violation(_) | Outcome::Malformed { .. } => 1,
+            Outcome::Unknown(_) | Outcome::Infrastructure(_) => 2,
+        }
+    }
+
+    fn of(verdict: Verdict) -> Outcome {
+        match verdict {
+            Verdict::Linearizable(s) => Outcome::Linearizable(s),
+            Verdict::Violation(v) => Outcome::Violation(v),
+            Verdict::Unknown(s) => Outcome::Unknown(s),
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Linearizable(s) => write!(f, "{}", Verdict::Linearizable(*s)),
+            Outcome::Violation(v) => write!(f, "{v}"),
+            Outcome::Unknown(s) => write!(f, "{}", Verdict::Unknown(s.clone())),
+            Outcome::Malformed { call, detail } => write!(
+                f,
+                "MALFORMED ANSWER: {call} answered outside the documented shape of pg_lease's \
+                 API: {detail}"
+            ),
+            Outcome::Infrastructure(e) => write!(
+                f,
+                "INFRASTRUCTURE FAILURE (not a finding about the target): {e}"
+            ),
+        }
+    }
+}
+
+/// The figures of a campaign.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Figures {
+    /// Calls recorded.
+    pub ops: usize,
+    /// Calls whose outcome is unknown.
+    pub unknown_ops: usize,
+    /// Calls that failed definitely (invalid input, wait timeouts, deadlocks, ...).
+    pub failed_ops: usize,
+    pub txns: usize,
+    /// Transactions whose end is unknown (a lost COMMIT that could not be resolved).
+    pub unknown_txns: usize,
+    /// Process ids used (processes plus retirements).
+    pub process_ids: usize,
+    /// Wall-clock time of recording.
+    pub record_time: Duration,
+    /// Wall-clock time of the check.
+    pub check_time: Duration,
+}
+
+impl Figures {
+    /// Calls recorded per second of recording.
+    pub fn ops_per_s(&self) -> f64 {
+        let secs = self.record_time.as_secs_f64();
+        if secs > 0.0 {
+            self.ops as f64 / secs
+        } else {
+            0.0
+        }
+    }
+
+    fn of(history: &History) -> Figures {
+        let processes: std::collections::BTreeSet<_> =
+            history.ops.iter().map(|o| o.process).collect();
+        Figures {
+            ops: history.ops.len(),
+            unknown_ops: history.ops.iter().filter(|o| o.result.is_unknown()).count(),
+            failed_ops: history
+                .ops
+                .iter()
+                .filter(|o| {
+                    !o.result.is_unknown() && matches!(o.result, model::OpResult::Fail { .. })
+                })
+                .count(),
+            txns: history.txns.len(),
+            unknown_txns: history
+                .txns
+                .iter()
+                .filter(|t| t.end == model::TxnEnd::Unknown)
+                .count(),
+            process_ids: processes.len(),
+            ..Figures::default()
+        }
+    }
+}
+
+/// What a campaign produced.
+#[derive(Debug)]
+pub struct Report {
+    pub outcome: Outcome,
+    /// The recorded history (none when recording could not start or finish).
+    pub history: Option<History>,
+    pub figures: Figures,
+    /// The PostgreSQL version of the cluster.
+    pub postgres: String,
+}
+
+/// Counts the calls of a campaign and tells the processes when to stop.
+struct Quota {
+    length: Length,
+    start: Instant,
+    issued: AtomicU64,
+    done: AtomicU64,
+    stop: AtomicBool,
+}
+
+impl Quota {
+    /// Takes the right to make one more call.
+    fn claim(&self) -> bool {
+        if self.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        match self.length {
+            Length::Ops(n) => self.issued.fetch_add(1, Ordering::Relaxed) < n,
+            Length::Time(t) => self.start.elapsed() < t,
+        }
+    }
+
+    /// Whether calls may still be claimed (without claiming one): a transaction is begun
+    /// only while they may.
+    fn claim_peek(&self) -> bool {
+        if self.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        match self.length {
+            Length::Ops(n) => self.issued.load(Ordering::Relaxed) < n,
+            Length::Time(t) => self.start.elapsed() < t,
+        }
+    }
+}
+
+/// Runs `campaign` on `cluster` and judges its history.
+pub async fn run(cluster: &Cluster, campaign: &Campaign, progress: Arc<dyn Progress>) -> Report {
+    let postgres = cluster.install().version.full.clone();
+    let report = |outcome, history: Option<History>, figures| Report {
+        outcome,
+        history,
+        figures,
+        postgres: postgres.clone(),
+    };
+    let recorder = match prepare(cluster, campaign).await {
+        Ok(r) => Arc::new(r),
+        Err(e) => return report(Outcome::Infrastructure(e), None, Figures::default()),
+    };
+    let started = Instant::now();
+    let failure = record(&recorder, campaign, progress.clone()).await;
+    let record_time = started.elapsed();
+    let finished = recorder.finish();
+    let history = match (failure, finished) {
+        (Some(e), finished) => {
+            let history = finished.ok();
+            let mut figures = history.as_ref().map(Figures::of).unwrap_or_default();
+            figures.record_time = record_time;
+            return report(stopped_by(e), history, figures);
+        }
+        (None, Err(e)) => {
+            return report(
+                Outcome::Infrastructure(InfraError::Recorder(e)),
+                None,
+                Figures::default(),
+            )
+        }
+        (None, Ok(history)) => history,
+    };
+    progress.checking();
+    let mut figures = Figures::of(&history);
+    figures.record_time = record_time;
+    let options = CheckOptions {
+        budget: campaign.budget,
+        ..CheckOptions::default()
+    };
+    let checked = Instant::now();
+    let judged = tokio::task::spawn_blocking(move || {
+        let verdict = model::checker::check(&history, &options);
+        (history, verdict)
+    })
+    .await;
+    figures.check_time = checked.elapsed();
+    match judged {
+        Ok((history, verdict)) => report(Outcome::of(verdict), Some(history), figures),
+        Err(e) => report(
+            Outcome::Infrastructure(InfraError::Task(format!("the check: {e}"))),
+            None,
+            figures,
+        ),
+    }
+}
+
+/// Why recording stopped before its quota was spent.
+enum Stopped {
+    Recorder(RecorderError),
+    /// A process task panicked or was cancelled.
+    Task(String),
+}
+
+/// The outcome of a campaign whose recording stopped early.
+fn stopped_by(e: Stopped) -> Outcome {
+    match e {
+        Stopped::Recorder(RecorderError::Malformed { call, detail }) => {
+            Outcome::Malformed { call, detail }
+        }
+        Stopped::Recorder(other) => Outcome::Infrastructure(InfraError::Recorder(other)),
+        Stopped::Task(e) => Outcome::Infrastructure(InfraError::Task(e)),
+    }
+}
+
+/// Installs the target into a fresh database and opens the recorder on it.
+async fn prepare(cluster: &Cluster, campaign: &Campaign) -> Result<Recorder, InfraError> {
+    campaign.workload.validate()?;
+    let target = campaign.target.to_string();
+    let files = campaign.target.files()?;
+    files
+        .install(cluster.install())
+        .map_err(|source| InfraError::Install {
+            target: target.clone(),
+            source,
+        })?;
+    let db = cluster
+        .fresh_database_with("campaign", &files.name)
+        .await
+        .map_err(|source| InfraError::Database {
+            target: target.clone(),
+            source,
+        })?;
+    let options = RecorderOptions {
+        call_timeout: campaign.call_timeout,
+        history_file: campaign.history_file.clone(),
+        meta: meta(cluster, campaign),
+    };
+    Recorder::new(cluster.config(&db), options).map_err(InfraError::Recorder)
+}
+
+/// The facts of the run, for the history's header.
+fn meta(cluster: &Cluster, campaign: &Campaign) -> BTreeMap<String, serde_json::Value> {
+    let length = match campaign.length {
+        Length::Ops(n) => serde_json::json!({"ops": n}),
+        Length::Time(t) => serde_json::json!({"seconds": t.as_secs_f64()}),
+    };
+    BTreeMap::from([
+        ("target".to_string(), campaign.target.to_string().into()),
+        (
+            "postgres".to_string(),
+            cluster.install().version.full.clone().into(),
+        ),
+        ("seed".to_string(), campaign.seed.into()),
+        ("mode".to_string(), "free".into()),
+        ("length".to_string(), length),
+        ("workload".to_string(), campaign.workload.to_json()),
+    ])
+}
+
+/// Runs the processes until the quota is spent; the first error that stopped one.
+async fn record(
+    recorder: &Arc<Recorder>,
+    campaign: &Campaign,
+    progress: Arc<dyn Progress>,
+) -> Option<Stopped> {
+    let quota = Arc::new(Quota {
+        length: campaign.length,
+        start: Instant::now(),
+        issued: AtomicU64::new(0),
+        done: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+    });
+    let workload = Arc::new(campaign.workload.clone());
+    let mut tasks = tokio::task::JoinSet::new();
+    for slot in 0..campaign.workload.processes {
+        let process = Process {
+            slot,
+            session: recorder.session(),
+            plan: ProcessPlan::new(campaign.seed, slot),
+            memory: Memory::default(),
+            workload: Arc::clone(&workload),
+            quota: Arc::clone(&quota),
+            progress: Arc::clone(&progress),
+        };
+        tasks.spawn(process.run());
+    }
+    let mut first = None;
+    while let Some(joined) = tasks.join_next().await {
+        let error = match joined {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(Stopped::Recorder(e)),
+            Err(e) => Some(Stopped::Task(e.to_string())),
+        };
+        if let Some(e) = error {
+            quota.stop.store(true, Ordering::Relaxed);
+            first.get_or_insert(e);
+        }
+    }
+    first
+}
+
+/// One process slot of a campaign: its session (a new process id after each retirement),
+/// its plan and what it has learnt.
+struct Process {
+    slot: u32,
+    session: Session,
+    plan: ProcessPlan,
+    memory: Memory,
+    workload: Arc<Workload>,
+    quota: Arc<Quota>,
+    progress: Arc<dyn Progress>,
+}
+
+impl Process {
+    async fn run(mut self) -> Result<(), RecorderError> {
+        let result = self.steps().await;
+        if result.is_err() {
+            self.quota.stop.store(true, Ordering::Relaxed);
+        }
+        result
+    }
+
+    async fn steps(&mut self) -> Result<(), RecorderError> {
+        let me = owner_name(self.slot);
+        loop {
+            match self.plan.next(&self.workload, self.session.txn().is_some()) {
+                Step::Begin(isolation) => {
+                    if !self.quota.claim_peek() {
+                        break;
+                    }
+                    self.session.begin(isolation).await?;
+                }
+                Step::Commit => {
+                    self.session.commit().await?;
+                }
+                Step::Rollback => {
+                    self.session.rollback().await?;
+                }
+                Step::Call(choice) => {
+                    if !self.quota.claim() {
+                        break;
+                    }
+                    let op = choice.op(&self.workload, self.slot, &self.memory);
+                    let record = self.session.call(&op).await?;
+                    self.memory.learn(&record, &me);
+                    let done = self.quota.done.fetch_add(1, Ordering::Relaxed) + 1;
+                    self.progress.recorded(done);
+                }
+            }
+        }
+        if self.session.txn().is_some() {
+            match self.plan.last_end(&self.workload) {
+                Step::Rollback => self.session.rollback().await?,
+                _ => self.session.commit().await?,
+            };
+        }
+        Ok(())
+    }
+}
+
+/// The history file for a run labelled `label` in `$LEASECHECK_HISTORY_DIR`, when that is
+/// set: `<dir>/<label>-<UTC timestamp>-seed<seed>.jsonl`.
+pub fn history_file_from_env(label: &str, seed: u64) -> Option<PathBuf> {
+    let dir = std::env::var_os(HISTORY_DIR_ENV)?;
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
+    Some(PathBuf::from(dir).join(format!("{label}-{stamp}-seed{seed}.jsonl")))
+}
+
+/// The verdict file of a campaign (`verdict.json`, specs/HISTORY.md "Verdict file"):
+/// what was run, how it came out, and the figures. `history` names the history file.
+pub fn verdict_json(
+    report: &Report,
+    campaign: &Campaign,
+    history: Option<&str>,
+) -> serde_json::Value {
+    use serde_json::{json, Value};
+    let f = &report.figures;
+    let (invariant, keys, ops, explanation, diagnosis, found_by) = match &report.outcome {
+        Outcome::Violation(v) => (
+            json!({"number": v.invariant.number(), "name": v.invariant.to_string()}),
+            json!(v.keys),
+            json!(v.ops),
+            Value::from(v.explanation.clone()),
+            v.diagnosis.map_or(
+                Value::Null,
+                |m| json!({"name": m.name(), "description": m.description()}),
+            ),
+            Value::from(match v.found_by {
+                model::checker::FoundBy::Precheck(name) => format!("precheck:{name}"),
+                model::checker::FoundBy::Search => "search".to_string(),
+            }),
+        ),
+        other => (
+            Value::Null,
+            json!([]),
+            json!([]),
+            match other {
+                Outcome::Linearizable(_) => Value::Null,
+                _ => Value::from(other.to_string()),
+            },
+            Value::Null,
+            Value::Null,
+        ),
+    };
+    let (partitions, states) = match &report.outcome {
+        Outcome::Linearizable(s) => (json!(s.partitions), json!(s.states)),
+        Outcome::Unknown(s) => (json!(s.stats.partitions), json!(s.stats.states)),
+        _ => (Value::Null, Value::Null),
+    };
+    let length = match campaign.length {
+        Length::Ops(n) => json!({"ops": n}),
+        Length::Time(t) => json!({"seconds": t.as_secs_f64()}),
+    };
+    json!({
+        "format": "leasecheck-verdict",
+        "version": 1,
+        "verdict": report.outcome.name(),
+        "exit_status": report.outcome.exit_code(),
+        "summary": report.outcome.to_string().lines().next().unwrap_or_default(),
+        "invariant": invariant,
+        "keys": keys,
+        "ops": ops,
+        "explanation": explanation,
+        "diagnosis": diagnosis,
+        "found_by": found_by,
+        "figures": {
+            "ops": f.ops,
+            "ops_per_s": f.ops_per_s(),
+            "record_seconds": f.record_time.as_secs_f64(),
+            "check_seconds": f.check_time.as_secs_f64(),
+            "unknown_ops": f.unknown_ops,
+            "failed_ops": f.failed_ops,
+            "txns": f.txns,
+            "unknown_txns": f.unknown_txns,
+            "process_ids": f.process_ids,
+            "partitions": partitions,
+            "search_states": states,
+        },
+        "target": campaign.target.to_string(),
+        "postgres": report.postgres,
+        "seed": campaign.seed,
+        "mode": "free",
+        "length": length,
+        "workload": campaign.workload.to_json(),
+        "history": history,
+    })
+}

@@ -1,0 +1,623 @@
+//! The history recorder: runs pg_lease calls on real connections and records every one as
+//! history format v2 (specs/HISTORY.md).
+//!
+//! - One monotonic clock: invoke and complete instants are nanoseconds since the recorder
+//!   was created ([`Recorder::now`]).
+//! - The server-time window of a call is read in the same round trip as the call:
+//!   `statement_timestamp()` (set when the server received the statement, before the call
+//!   read its clock) and `clock_timestamp()` after the call returned, in one SELECT.
+//! - Outcomes go through the one fate table ([`crate::fate::fate`]): an unknown fate is
+//!   [`OpResult::Unknown`], a definite failure is [`OpResult::Fail`], a harness bug is a
+//!   [`RecorderError`] that stops the run and is never recorded as an answer.
+//! - A [`Session`] is one process id on one connection. After a call whose outcome is
+//!   unknown the process is retired: the connection is dropped and the next call runs as a
+//!   new process on a new connection (the Jepsen convention the format requires).
+//! - Explicit transactions: BEGIN, ops carrying the transaction id, COMMIT or ROLLBACK as a
+//!   txn record. A COMMIT whose answer is lost is resolved with `pg_xact_status` on a fresh
+//!   connection when the transaction id is known.
+//! - Every call has a client-side timeout; a call that times out is cancelled and recorded
+//!   unknown.
+//!
+//! Records stream to a JSON Lines file through [`model::history::jsonl::Writer`] on a thread of their own
+//! (file writes never block the async workers), which also keeps the in-memory [`History`].
+
+mod sql;
+mod store;
+
+pub use store::RecordError;
+
+use crate::fate;
+use model::fate::{BugCause, Condition, Fate};
+use model::{
+    History, Isolation, Nanos, NemesisEffect, NemesisRecord, Op, OpId, OpRecord, OpResult,
+    ProcessId, TxnEnd, TxnId, TxnRecord,
+};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_postgres::{CancelToken, Client, NoTls};
+
+/// Why recording could not go on. None of these is an answer of the target: a run that
+/// ends with one is an infrastructure failure (or, for [`RecorderError::Malformed`], a
+/// target that broke the shape of its own API).
+#[derive(Debug, thiserror::Error)]
+pub enum RecorderError {
+    /// A new session could not connect (or prepare its statements against the database).
+    #[error("cannot open a session: {detail}")]
+    Connect {
+        detail: String,
+        #[source]
+        source: Option<tokio_postgres::Error>,
+    },
+    /// The fate table calls the error the harness's own bug (bad SQL, a misused driver).
+    #[error("harness bug ({cause:?}) in {what}: {detail}")]
+    HarnessBug {
+        what: &'static str,
+        cause: BugCause,
+        detail: String,
+    },
+    /// The target answered something its API never returns (a row count or a column shape
+    /// outside the contract). It cannot be written as an answer in history format v2.
+    #[error("{call} answered outside the documented shape of pg_lease's API: {detail}")]
+    Malformed { call: &'static str, detail: String },
+    /// The history could not be written or is not a valid history (a recorder bug).
+    #[error(transparent)]
+    Record(#[from] RecordError),
+}
+
+/// How the recorder runs its calls.
+#[derive(Clone, Debug)]
+pub struct RecorderOptions {
+    /// A call, BEGIN, COMMIT or ROLLBACK without an answer after this long is cancelled
+    /// and its outcome recorded unknown.
+    pub call_timeout: Duration,
+    /// The JSON Lines file every record is streamed to (none: in memory only).
+    pub history_file: Option<PathBuf>,
+    /// The header's `meta`: facts about the run.
+    pub meta: BTreeMap<String, serde_json::Value>,
+}
+
+impl Default for RecorderOptions {
+    fn default() -> Self {
+        RecorderOptions {
+            call_timeout: Duration::from_secs(10),
+            history_file: None,
+            meta: BTreeMap::new(),
+        }
+    }
+}
+
+/// Records one history against one database. Its sessions share it through an `Arc`;
+/// [`Recorder::finish`] ends the history.
+pub struct Recorder {
+    clock: Instant,
+    config: tokio_postgres::Config,
+    call_timeout: Duration,
+    next_process: AtomicU32,
+    next_op: AtomicU64,
+    next_txn: AtomicU64,
+    next_nemesis: AtomicU64,
+    store: Mutex<Option<store::Store>>,
+}
+
+/// A nemesis event that has started and not yet ended ([`Recorder::nemesis_start`]).
+#[derive(Debug)]
+#[must_use = "a started nemesis is recorded only when it ends"]
+pub struct NemesisStarted {
+    id: u64,
+    fault: String,
+    start: Nanos,
+}
+
+impl Recorder {
+    /// A recorder whose sessions connect with `config`. Writes the header line when
+    /// `options.history_file` is set.
+    pub fn new(
+        config: tokio_postgres::Config,
+        options: RecorderOptions,
+    ) -> Result<Recorder, RecorderError> {
+        let store = store::Store::open(options.history_file, options.meta)?;
+        Ok(Recorder {
+            clock: Instant::now(),
+            config,
+            call_timeout: options.call_timeout,
+            next_process: AtomicU32::new(1),
+            next_op: AtomicU64::new(1),
+            next_txn: AtomicU64::new(1),
+            next_nemesis: AtomicU64::new(1),
+            store: Mutex::new(Some(store)),
+        })
+    }
+
+    /// Now on the recorder's monotonic clock (nanoseconds since it was created).
+    pub fn now(&self) -> Nanos {
+        u64::try_from(self.clock.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// The client-side timeout of every call.
+    pub fn call_timeout(&self) -> Duration {
+        self.call_timeout
+    }
+
+    /// A new session (it connects on its first call).
+    pub fn session(self: &Arc<Self>) -> Session {
+        Session {
+            recorder: Arc::clone(self),
+            conn: None,
+            txn: None,
+        }
+    }
+
+    /// A fault injector starts fault `fault` now.
+    pub fn nemesis_start(&self, fault: &str) -> NemesisStarted {
+        NemesisStarted {
+            id: self.next_nemesis.fetch_add(1, Ordering::Relaxed),
+            fault: fault.to_string(),
+            start: self.now(),
+        }
+    }
+
+    /// The fault ended now, with `effect` on lease state; records it.
+    pub fn nemesis_end(
+        &self,
+        started: NemesisStarted,
+        effect: NemesisEffect,
+        detail: impl Into<String>,
+    ) -> Result<(), RecorderError> {
+        let record = NemesisRecord {
+            id: started.id,
+            fault: started.fault,
+            start: started.start,
+            end: self.now(),
+            effect,
+            detail: detail.into(),
+        };
+        self.with_store(|s| s.nemesis(record))
+    }
+
+    /// Ends the history: waits for every record to be written, checks the history obeys
+    /// the format's rules, and returns it.
+    pub fn finish(&self) -> Result<History, RecorderError> {
+        let store = self
+            .store
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or(RecordError::Finished)?;
+        Ok(store.finish()?)
+    }
+
+    fn with_store(
+        &self,
+        f: impl FnOnce(&store::Store) -> Result<(), RecordError>,
+    ) -> Result<(), RecorderError> {
+        let guard = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        let store = guard.as_ref().ok_or(RecordError::Finished)?;
+        Ok(f(store)?)
+    }
+
+    fn record_op(&self, op: OpRecord) -> Result<(), RecorderError> {
+        self.with_store(|s| s.op(op))
+    }
+
+    fn record_txn(&self, txn: TxnRecord) -> Result<(), RecorderError> {
+        self.with_store(|s| s.txn(txn))
+    }
+
+    /// A plain connection to the database (its driver task spawned).
+    async fn open(&self) -> Result<Client, tokio_postgres::Error> {
+        let (client, connection) = self.config.connect(NoTls).await?;
+        tokio::spawn(async move {
+            // The connection's own error shows as the next call's error.
+            let _ = connection.await;
+        });
+        Ok(client)
+    }
+
+    /// A session's connection: a new process id, with the calls prepared.
+    async fn connect(&self) -> Result<Conn, RecorderError> {
+        let connect_error = |e: tokio_postgres::Error| RecorderError::Connect {
+            detail: describe(&e),
+            source: Some(e),
+        };
+        let client = self.open().await.map_err(connect_error)?;
+        let prepared = tokio::time::timeout(self.call_timeout, sql::Statements::prepare(&client))
+            .await
+            .map_err(|_| RecorderError::Connect {
+                detail: format!(
+                    "preparing the calls took longer than {:?}",
+                    self.call_timeout
+                ),
+                source: None,
+            })?;
+        let (statements, backend_pid) = prepared.map_err(|e| match fate::fate(&e) {
+            Fate::HarnessBug(cause) => harness_bug("preparing the calls", cause, &e),
+            _ => connect_error(e),
+        })?;
+        Ok(Conn {
+            cancel: client.cancel_token(),
+            client,
+            process: self.next_process.fetch_add(1, Ordering::Relaxed),
+            backend_pid,
+            statements,
+        })
+    }
+
+    /// The fate of the transaction `xid` as the server tells it on a fresh connection:
+    /// `Commit` or `Rollback`, or `None` when it cannot tell (no connection, the id is too
+    /// old, or the transaction is still in progress after the call timeout).
+    pub async fn resolve_xact(&self, xid: &str) -> Option<TxnEnd> {
+        let client = tokio::time::timeout(self.call_timeout, self.open())
+            .await
+            .ok()?
+            .ok()?;
+        let deadline = Instant::now() + self.call_timeout;
+        loop {
+            let status = tokio::time::timeout(
+                self.call_timeout,
+                client.query_one(sql::XACT_STATUS, &[&xid]),
+            )
+            .await
+            .ok()?
+            .ok()?;
+            let status: Option<String> = status.try_get(0).ok()?;
+            match status.as_deref() {
+                Some("committed") => return Some(TxnEnd::Commit),
+                Some("aborted") => return Some(TxnEnd::Rollback),
+                // The dropped session may still be ending its transaction.
+                Some("in progress") if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// One connection of a session, and the process id it records as.
+struct Conn {
+    client: Client,
+    cancel: CancelToken,
+    process: ProcessId,
+    backend_pid: i32,
+    statements: sql::Statements,
+}
+
+/// The explicit transaction a session has open.
+#[derive(Clone, Debug)]
+struct OpenTxn {
+    id: TxnId,
+    /// The process that began it (its ops and its end are this process's).
+    process: ProcessId,
+    isolation: Isolation,
+    begin: Nanos,
+    /// The transaction id (`xid8` as text), once the server assigned one.
+    xid: Option<String>,
+}
+
+/// How BEGIN came back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Begun {
+    /// The transaction is open with this id.
+    Open(TxnId),
+    /// BEGIN got no answer: the process is retired and no transaction is open (a lost
+    /// BEGIN changes no lease state, so nothing is recorded).
+    Lost,
+}
+
+/// How one statement came back.
+enum Answered<T> {
+    Yes(T),
+    /// The server or driver reported an error.
+    Error(tokio_postgres::Error),
+    /// No answer within the call timeout: the statement was cancelled and the process
+    /// retired.
+    TimedOut,
+}
+
+/// A client session: one process at a time on one connection. Calls run one at a time.
+pub struct Session {
+    recorder: Arc<Recorder>,
+    conn: Option<Conn>,
+    txn: Option<OpenTxn>,
+}
+
+impl Session {
+    /// The process id the session records as now (`None` before it connected and after
+    /// it was retired).
+    pub fn process(&self) -> Option<ProcessId> {
+        self.conn.as_ref().map(|c| c.process)
+    }
+
+    /// The server process (backend pid) of the session's connection.
+    pub fn backend_pid(&self) -> Option<i32> {
+        self.conn.as_ref().map(|c| c.backend_pid)
+    }
+
+    /// The open transaction's id.
+    pub fn txn(&self) -> Option<TxnId> {
+        self.txn.as_ref().map(|t| t.id)
+    }
+
+    /// Connects if the session has no connection (its first call, or after a retirement):
+    /// a new connection is a new process.
+    pub async fn connect(&mut self) -> Result<(), RecorderError> {
+        if self.conn.is_none() {
+            self.conn = Some(self.recorder.connect().await?);
+        }
+        Ok(())
+    }
+
+    /// Runs `op`, records it and returns the record.
+    pub async fn call(&mut self, op: &Op<String, String>) -> Result<OpRecord, RecorderError> {
+        self.connect().await?;
+        let Some(conn) = self.conn.as_ref() else {
+            return Err(not_connected("a call"));
+        };
+        let process = conn.process;
+        let id: OpId = self.recorder.next_op.fetch_add(1, Ordering::Relaxed);
+        let invoke = self.recorder.now();
+        let answered = tokio::time::timeout(self.recorder.call_timeout, sql::call(conn, op)).await;
+        let complete = self.recorder.now();
+        let (server, result, xid) = match answered {
+            Ok(Ok(answer)) => (answer.server, OpResult::Ok(answer.outcome), answer.xid),
+            Ok(Err(sql::CallError::Malformed { call, detail })) => {
+                return Err(RecorderError::Malformed { call, detail })
+            }
+            Ok(Err(sql::CallError::Db(e))) => (None, failed_result(&e, "a call")?, None),
+            Err(_) => {
+                self.cancel_and_retire().await;
+                (None, self.timed_out_result(), None)
+            }
+        };
+        let record = OpRecord {
+            id,
+            process,
+            txn: self.txn.as_ref().map(|t| t.id),
+            call: op.clone(),
+            invoke,
+            complete,
+            server,
+            result,
+        };
+        self.recorder.record_op(record.clone())?;
+        self.after_call(&record, xid).await?;
+        Ok(record)
+    }
+
+    /// Starts an explicit transaction at `isolation`.
+    pub async fn begin(&mut self, isolation: Isolation) -> Result<Begun, RecorderError> {
+        if self.txn.is_some() {
+            return Err(misuse("BEGIN", "a transaction is already open"));
+        }
+        self.connect().await?;
+        let process = self.process().ok_or_else(|| not_connected("BEGIN"))?;
+        let begin = self.recorder.now();
+        let statement = format!("BEGIN ISOLATION LEVEL {}", isolation.sql().to_uppercase());
+        match self.batch(&statement).await {
+            Answered::Yes(()) => {
+                let id = self.recorder.next_txn.fetch_add(1, Ordering::Relaxed);
+                self.txn = Some(OpenTxn {
+                    id,
+                    process,
+                    isolation,
+                    begin,
+                    xid: None,
+                });
+                Ok(Begun::Open(id))
+            }
+            Answered::Error(e) => match fate::fate(&e) {
+                Fate::Unknown(_) => {
+                    self.retire();
+                    Ok(Begun::Lost)
+                }
+                // BEGIN has no lease semantics: a refusal is the harness's doing.
+                Fate::HarnessBug(cause) => Err(harness_bug("BEGIN", cause, &e)),
+                Fate::Failed(_) | Fate::Ok => Err(harness_bug("BEGIN", BugCause::BadSql, &e)),
+            },
+            Answered::TimedOut => Ok(Begun::Lost),
+        }
+    }
+
+    /// Commits the open transaction; records and returns how it ended. A COMMIT whose
+    /// answer is lost is resolved through `pg_xact_status` when the transaction id is
+    /// known, and ends `unknown` otherwise.
+    pub async fn commit(&mut self) -> Result<TxnEnd, RecorderError> {
+        let txn = self.take_txn("COMMIT")?;
+        let end_invoke = self.recorder.now();
+        let end = match self.batch("COMMIT").await {
+            Answered::Yes(()) => TxnEnd::Commit,
+            Answered::Error(e) => match fate::fate(&e) {
+                // e.g. a serialization failure at commit: the transaction rolled back.
+                Fate::Failed(_) => TxnEnd::Rollback,
+                Fate::Unknown(_) | Fate::Ok => {
+                    self.retire();
+                    self.resolve(&txn).await
+                }
+                Fate::HarnessBug(cause) => return Err(harness_bug("COMMIT", cause, &e)),
+            },
+            Answered::TimedOut => self.resolve(&txn).await,
+        };
+        self.record_end(&txn, end, end_invoke)?;
+        Ok(end)
+    }
+
+    /// Rolls the open transaction back and records it.
+    pub async fn rollback(&mut self) -> Result<TxnEnd, RecorderError> {
+        let txn = self.take_txn("ROLLBACK")?;
+        let end_invoke = self.recorder.now();
+        self.abort_on_server().await?;
+        self.record_end(&txn, TxnEnd::Rollback, end_invoke)?;
+        Ok(TxnEnd::Rollback)
+    }
+
+    fn take_txn(&mut self, what: &'static str) -> Result<OpenTxn, RecorderError> {
+        self.txn
+            .take()
+            .ok_or_else(|| misuse(what, "no transaction is open"))
+    }
+
+    /// Sends ROLLBACK. Whatever the answer, the transaction can no longer commit (no
+    /// COMMIT was sent); a lost answer retires the process.
+    async fn abort_on_server(&mut self) -> Result<(), RecorderError> {
+        match self.batch("ROLLBACK").await {
+            Answered::Yes(()) | Answered::TimedOut => Ok(()),
+            Answered::Error(e) => match fate::fate(&e) {
+                Fate::HarnessBug(cause) => Err(harness_bug("ROLLBACK", cause, &e)),
+                _ => {
+                    self.retire();
+                    Ok(())
+                }
+            },
+        }
+    }
+
+    /// What became of a transaction whose COMMIT got no answer.
+    async fn resolve(&self, txn: &OpenTxn) -> TxnEnd {
+        match &txn.xid {
+            Some(xid) => self
+                .recorder
+                .resolve_xact(xid)
+                .await
+                .unwrap_or(TxnEnd::Unknown),
+            // No id was assigned, so it wrote nothing; still, nobody saw how it ended.
+            None => TxnEnd::Unknown,
+        }
+    }
+
+    fn record_end(
+        &self,
+        txn: &OpenTxn,
+        end: TxnEnd,
+        end_invoke: Nanos,
+    ) -> Result<(), RecorderError> {
+        self.recorder.record_txn(TxnRecord {
+            id: txn.id,
+            process: txn.process,
+            isolation: txn.isolation,
+            begin: txn.begin,
+            end,
+            end_invoke,
+            end_complete: self.recorder.now(),
+        })
+    }
+
+    /// Bookkeeping after a recorded call: the transaction id learnt; a transaction ended by
+    /// an error (which aborts it) or by a lost answer (no COMMIT will be sent); the process
+    /// retired after an unknown outcome.
+    async fn after_call(
+        &mut self,
+        record: &OpRecord,
+        xid: Option<String>,
+    ) -> Result<(), RecorderError> {
+        if let (Some(txn), Some(xid)) = (self.txn.as_mut(), xid) {
+            txn.xid = Some(xid);
+        }
+        let unknown = record.result.is_unknown();
+        let failed = !unknown && matches!(record.result, OpResult::Fail { .. });
+        if unknown || failed {
+            if let Some(txn) = self.txn.take() {
+                if failed {
+                    self.abort_on_server().await?;
+                }
+                self.record_end(&txn, TxnEnd::Rollback, record.complete)?;
+            }
+        }
+        if unknown {
+            self.retire();
+        }
+        Ok(())
+    }
+
+    fn timed_out_result(&self) -> OpResult {
+        // The fate table's verdict on a client timeout is "unknown"; the reason says why.
+        debug_assert!(model::fate::of(Condition::ClientTimeout).is_unknown());
+        unknown(format!(
+            "no answer within the client timeout of {:?} (cancelled)",
+            self.recorder.call_timeout
+        ))
+    }
+
+    /// Runs a statement without results (BEGIN, COMMIT, ROLLBACK) with the call timeout.
+    async fn batch(&mut self, statement: &str) -> Answered<()> {
+        let Some(conn) = self.conn.as_ref() else {
+            return Answered::TimedOut;
+        };
+        let run = conn.client.batch_execute(statement);
+        match tokio::time::timeout(self.recorder.call_timeout, run).await {
+            Ok(Ok(())) => Answered::Yes(()),
+            Ok(Err(e)) => Answered::Error(e),
+            Err(_) => {
+                self.cancel_and_retire().await;
+                Answered::TimedOut
+            }
+        }
+    }
+
+    /// Cancels the statement in flight (best effort, bounded) and drops the connection.
+    async fn cancel_and_retire(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            let cancel = conn.cancel.cancel_query(NoTls);
+            // The cancel opens a connection of its own; a server that does not answer it
+            // must not hang the run: dropping the connection ends the session anyway.
+            let _ = tokio::time::timeout(self.recorder.call_timeout, cancel).await;
+        }
+    }
+
+    /// Drops the connection: the next call runs as a new process.
+    fn retire(&mut self) {
+        self.conn = None;
+    }
+}
+
+/// The result of a call that failed with `e`, by the fate table.
+fn failed_result(e: &tokio_postgres::Error, what: &'static str) -> Result<OpResult, RecorderError> {
+    match (fate::fate(e), e.as_db_error()) {
+        (Fate::Failed(_), Some(db)) => Ok(OpResult::Fail {
+            sqlstate: db.code().code().to_string(),
+            message: db.message().to_string(),
+        }),
+        (Fate::HarnessBug(cause), _) => Err(harness_bug(what, cause, e)),
+        // Unknown, or (never from the table) a failure without a SQLSTATE or a success
+        // class as an error: no answer either way.
+        _ => Ok(unknown(describe(e))),
+    }
+}
+
+fn unknown(reason: String) -> OpResult {
+    OpResult::Unknown { reason }
+}
+
+fn misuse(what: &'static str, detail: &str) -> RecorderError {
+    RecorderError::HarnessBug {
+        what,
+        cause: BugCause::DriverMisuse,
+        detail: detail.to_string(),
+    }
+}
+
+fn not_connected(what: &'static str) -> RecorderError {
+    misuse(what, "the session has no connection")
+}
+
+fn harness_bug(what: &'static str, cause: BugCause, e: &tokio_postgres::Error) -> RecorderError {
+    RecorderError::HarnessBug {
+        what,
+        cause,
+        detail: describe(e),
+    }
+}
+
+/// A driver error for people: the server's code and message, or the driver's kind and its
+/// cause.
+fn describe(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{}: {}", db.code().code(), db.message());
+    }
+    match std::error::Error::source(e) {
+        Some(cause) => format!("{e}: {cause}"),
+        None => e.to_string(),
+    }
+}

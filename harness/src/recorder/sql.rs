@@ -1,0 +1,288 @@
+//! The recorder's statements: each pg_lease call in one SELECT that also reads the
+//! server-time window (`statement_timestamp()` before the call, `clock_timestamp()` after
+//! it) and the transaction id, and the decoding of its row into an outcome.
+
+use super::Conn;
+use chrono::{DateTime, Utc};
+use model::{Interval, Op, Outcome, Row, Span, Ts};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Statement};
+
+/// An interval passed exactly, field by field, from three parameters starting at `$n`:
+/// months, days, microseconds (split into whole seconds and the rest so that the float
+/// factor of `interval * float8` is exact for every `bigint`). NULL fields give NULL.
+fn interval(n: usize) -> String {
+    let (m, d, us) = (n, n + 1, n + 2);
+    format!(
+        "(${m}::int * interval '1 month' + ${d}::int * interval '1 day' \
+         + ${us}::bigint / 1000000 * interval '1 second' \
+         + ${us}::bigint % 1000000 * interval '1 microsecond')"
+    )
+}
+
+/// The transaction id, once assigned (NULL before the transaction wrote).
+const XID: &str = "pg_current_xact_id_if_assigned()::text";
+
+fn acquire_sql() -> String {
+    format!(
+        "SELECT statement_timestamp(), r.acquired, r.epoch, r.expires_at, clock_timestamp(), {XID} \
+         FROM lease.acquire($1::text, $2::text, {}, {}) r",
+        interval(3),
+        interval(6)
+    )
+}
+
+fn renew_sql() -> String {
+    format!(
+        "SELECT statement_timestamp(), r.status, r.expires_at, clock_timestamp(), {XID} \
+         FROM lease.renew($1::text, $2::text, $3::bigint, {}) r",
+        interval(4)
+    )
+}
+
+fn release_sql() -> String {
+    format!(
+        "SELECT statement_timestamp(), r.status, clock_timestamp(), {XID} \
+         FROM lease.release($1::text, $2::text, $3::bigint) r"
+    )
+}
+
+/// The LEFT JOIN keeps one row (with the two instants) when inspect returns zero rows.
+fn inspect_sql() -> String {
+    format!(
+        "SELECT statement_timestamp(), r.held, r.owner, r.epoch, r.expires_at, clock_timestamp(), {XID} \
+         FROM (SELECT 1) one LEFT JOIN LATERAL lease.inspect($1::text) r ON true"
+    )
+}
+
+/// What became of a transaction, by its id (text of an `xid8`).
+pub(super) const XACT_STATUS: &str = "SELECT pg_xact_status($1::text::xid8)";
+
+/// The four calls, prepared once per connection.
+pub(super) struct Statements {
+    acquire: Statement,
+    renew: Statement,
+    release: Statement,
+    inspect: Statement,
+}
+
+impl Statements {
+    /// Prepares the calls on `client`; also returns the connection's backend pid.
+    pub(super) async fn prepare(
+        client: &Client,
+    ) -> Result<(Statements, i32), tokio_postgres::Error> {
+        let statements = Statements {
+            acquire: client.prepare(&acquire_sql()).await?,
+            renew: client.prepare(&renew_sql()).await?,
+            release: client.prepare(&release_sql()).await?,
+            inspect: client.prepare(&inspect_sql()).await?,
+        };
+        let pid: i32 = client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await?
+            .try_get(0)?;
+        Ok((statements, pid))
+    }
+}
+
+/// A call's answer.
+pub(super) struct Answer {
+    pub(super) server: Option<Span>,
+    pub(super) outcome: Outcome<String>,
+    /// The transaction id after the call, when one is assigned.
+    pub(super) xid: Option<String>,
+}
+
+/// Why a call gave no answer to record.
+pub(super) enum CallError {
+    /// The server or the driver reported an error (judged by the fate table).
+    Db(tokio_postgres::Error),
+    /// The answer is outside the documented shape of the call.
+    Malformed { call: &'static str, detail: String },
+}
+
+impl From<tokio_postgres::Error> for CallError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        CallError::Db(e)
+    }
+}
+
+type Fields = (Option<i32>, Option<i32>, Option<i64>);
+
+fn fields(i: &Option<Interval>) -> Fields {
+    match i {
+        Some(i) => (Some(i.months), Some(i.days), Some(i.micros)),
+        None => (None, None, None),
+    }
+}
+
+/// Runs `op` on `conn`.
+pub(super) async fn call(conn: &Conn, op: &Op<String, String>) -> Result<Answer, CallError> {
+    let st = &conn.statements;
+    let c = &conn.client;
+    match op {
+        Op::Acquire {
+            key,
+            owner,
+            ttl,
+            wait,
+        } => {
+            let (tm, td, tu) = fields(ttl);
+            let (wm, wd, wu) = fields(wait);
+            let params: [&(dyn ToSql + Sync); 8] = [key, owner, &tm, &td, &tu, &wm, &wd, &wu];
+            let row = one_row(c.query(&st.acquire, &params).await?, "lease.acquire")?;
+            decode_acquire(&row)
+        }
+        Op::Renew {
+            key,
+            owner,
+            epoch,
+            ttl,
+        } => {
+            let (tm, td, tu) = fields(ttl);
+            let params: [&(dyn ToSql + Sync); 6] = [key, owner, epoch, &tm, &td, &tu];
+            let row = one_row(c.query(&st.renew, &params).await?, "lease.renew")?;
+            decode_renew(&row)
+        }
+        Op::Release { key, owner, epoch } => {
+            let params: [&(dyn ToSql + Sync); 3] = [key, owner, epoch];
+            let row = one_row(c.query(&st.release, &params).await?, "lease.release")?;
+            decode_release(&row)
+        }
+        Op::Inspect { key } => {
+            let row = one_row(c.query(&st.inspect, &[key]).await?, "lease.inspect")?;
+            decode_inspect(&row)
+        }
+        Op::Expire { .. } => Err(CallError::Malformed {
+            call: "expire",
+            detail: "the injected lapse is a nemesis, not a call".into(),
+        }),
+    }
+}
+
+fn one_row(
+    rows: Vec<tokio_postgres::Row>,
+    call: &'static str,
+) -> Result<tokio_postgres::Row, CallError> {
+    let n = rows.len();
+    match <[tokio_postgres::Row; 1]>::try_from(rows) {
+        Ok([row]) => Ok(row),
+        Err(_) => Err(CallError::Malformed {
+            call,
+            detail: format!("{n} rows, expected 1"),
+        }),
+    }
+}
+
+fn micros(t: DateTime<Utc>) -> Ts {
+    Ts(t.timestamp_micros())
+}
+
+/// The window `[t0, t1]` from columns `first` and `last`; `None` if the clock went back.
+fn window(row: &tokio_postgres::Row, first: usize, last: usize) -> Result<Option<Span>, CallError> {
+    let t0: DateTime<Utc> = row.try_get(first)?;
+    let t1: DateTime<Utc> = row.try_get(last)?;
+    Ok(Span::new(micros(t0), micros(t1)).ok())
+}
+
+fn answer(
+    row: &tokio_postgres::Row,
+    outcome: Outcome<String>,
+    last: usize,
+) -> Result<Answer, CallError> {
+    Ok(Answer {
+        server: window(row, 0, last)?,
+        outcome,
+        xid: row.try_get(last + 1)?,
+    })
+}
+
+fn malformed(call: &'static str, detail: String) -> CallError {
+    CallError::Malformed { call, detail }
+}
+
+fn decode_acquire(row: &tokio_postgres::Row) -> Result<Answer, CallError> {
+    let acquired: Option<bool> = row.try_get(1)?;
+    let epoch: Option<i64> = row.try_get(2)?;
+    let expires: Option<DateTime<Utc>> = row.try_get(3)?;
+    let outcome = match (acquired, epoch, expires) {
+        (Some(true), Some(epoch), Some(at)) => Outcome::Acquired {
+            epoch,
+            expires_at: micros(at),
+        },
+        (Some(false), None, None) => Outcome::Denied,
+        other => {
+            return Err(malformed(
+                "lease.acquire",
+                format!("(acquired, epoch, expires_at) = {other:?}"),
+            ))
+        }
+    };
+    answer(row, outcome, 4)
+}
+
+/// A renew or release status other than `ok`.
+fn refusal(status: &str) -> Option<Outcome<String>> {
+    Some(match status {
+        "not_owner" => Outcome::NotOwner,
+        "lapsed" => Outcome::Lapsed,
+        "epoch_mismatch" => Outcome::EpochMismatch,
+        _ => return None,
+    })
+}
+
+fn decode_renew(row: &tokio_postgres::Row) -> Result<Answer, CallError> {
+    let status: Option<String> = row.try_get(1)?;
+    let expires: Option<DateTime<Utc>> = row.try_get(2)?;
+    let outcome = match (status.as_deref(), expires) {
+        (Some("ok"), Some(at)) => Some(Outcome::Renewed {
+            expires_at: micros(at),
+        }),
+        (Some(s), None) => refusal(s),
+        _ => None,
+    };
+    let outcome = outcome.ok_or_else(|| {
+        malformed(
+            "lease.renew",
+            format!("(status, expires_at) = {:?}", (status.as_deref(), expires)),
+        )
+    })?;
+    answer(row, outcome, 3)
+}
+
+fn decode_release(row: &tokio_postgres::Row) -> Result<Answer, CallError> {
+    let status: Option<String> = row.try_get(1)?;
+    let outcome = match status.as_deref() {
+        Some("ok") => Outcome::Released,
+        Some(s) => refusal(s).ok_or_else(|| malformed("lease.release", format!("status {s:?}")))?,
+        None => return Err(malformed("lease.release", "status NULL".into())),
+    };
+    answer(row, outcome, 2)
+}
+
+fn decode_inspect(row: &tokio_postgres::Row) -> Result<Answer, CallError> {
+    let held: Option<bool> = row.try_get(1)?;
+    let owner: Option<String> = row.try_get(2)?;
+    let epoch: Option<i64> = row.try_get(3)?;
+    let expires: Option<DateTime<Utc>> = row.try_get(4)?;
+    let found = match (held, epoch) {
+        // The LEFT JOIN's NULL row: inspect returned zero rows.
+        (None, None) if owner.is_none() && expires.is_none() => None,
+        (Some(held), Some(epoch)) => Some(Row {
+            held,
+            owner,
+            epoch,
+            expires_at: expires.map(micros),
+        }),
+        (held, epoch) => {
+            return Err(malformed(
+                "lease.inspect",
+                format!(
+                    "(held, owner, epoch, expires_at) = {:?}",
+                    (held, owner, epoch, expires)
+                ),
+            ))
+        }
+    };
+    answer(row, Outcome::Inspected(found), 5)
+}
