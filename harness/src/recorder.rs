@@ -522,7 +522,9 @@ impl Session {
                 if failed {
                     self.abort_on_server().await?;
                 }
-                self.record_end(&txn, TxnEnd::Rollback, record.complete)?;
+                // The server aborts the transaction (and drops its row locks) at the error,
+                // during the call, not when ROLLBACK is sent: its end starts with the call.
+                self.record_end(&txn, TxnEnd::Rollback, record.invoke)?;
             }
         }
         if unknown {

@@ -285,3 +285,37 @@ fn a_write_that_waited_for_a_rolled_back_transaction_keeps_its_earlier_clock() {
         Invariant::LapseIsFinal,
     );
 }
+
+#[test]
+fn an_error_aborts_a_transaction_and_frees_its_row_lock_at_once() {
+    // transaction 1 grants k (pending), then a call in it fails at some instant of [30, 60]:
+    // the server aborts the transaction there and drops the row lock. Process 2's acquire,
+    // which waited for that lock, completes at 58, before ROLLBACK was even sent (70).
+    let mut h = H::new();
+    h.op_in(
+        1,
+        Some(1),
+        acq("k", "a", us(1000)),
+        0,
+        10,
+        acquired(1, 1000),
+    )
+    .op_in(1, Some(1), inspect(""), 30, 60, fail("22023"))
+    .txn(1, 1, 0, 30, 75, TxnEnd::Rollback)
+    .op(2, acq("k", "b", us(100)), 20, 58, acquired(1, 156));
+    assert_linearizable(&h);
+    // had the transaction committed instead, b's grant would break mutual exclusion
+    let mut committed = H::new();
+    committed
+        .op_in(
+            1,
+            Some(1),
+            acq("k", "a", us(1000)),
+            0,
+            10,
+            acquired(1, 1000),
+        )
+        .txn(1, 1, 0, 30, 75, TxnEnd::Commit)
+        .op(2, acq("k", "b", us(100)), 20, 80, acquired(2, 156));
+    assert!(!verdict(&committed).is_linearizable());
+}

@@ -1,8 +1,8 @@
 //! Server-time windows for every entry, and the split of a history into independent
 //! partitions (one per key, or per group of keys a transaction ties together).
 
-use crate::history::{History, Nanos, NemesisEffect, OpRecord, TxnEnd, TxnId};
-use crate::spec::Outcome;
+use crate::history::{History, Nanos, NemesisEffect, OpRecord, OpResult, TxnEnd, TxnId};
+use crate::spec::{Op, Outcome};
 use crate::time::{Span, Ts};
 use std::collections::BTreeMap;
 
@@ -19,10 +19,20 @@ pub struct Windows {
     pub ops: Vec<Span>,
     /// By index into `History::nemeses` (restart: the downtime; lapse: when it applied).
     pub nemeses: Vec<Span>,
+    clock: Clock,
+}
+
+impl Windows {
+    /// The server-time window of something that happened in real time `[from, to]`
+    /// (`to = None`: open-ended), derived from the ops around it.
+    pub fn span(&self, from: Nanos, to: Option<Nanos>) -> Span {
+        self.clock.span(from, to)
+    }
 }
 
 /// Server times known at real-time instants: every op with a reported window says the
 /// server clock read `t0` after its invoke and `t1` before its complete.
+#[derive(Clone, Debug)]
 struct Clock {
     /// (complete, t1), sorted by complete, with t1 replaced by the running maximum.
     by_complete: Vec<(Nanos, Ts)>,
@@ -103,8 +113,28 @@ impl Windows {
                 _ => clock.span(n.start, Some(n.end)),
             })
             .collect();
-        Windows { ops, nemeses }
+        Windows {
+            ops,
+            nemeses,
+            clock,
+        }
     }
+}
+
+/// The earliest instant `op` can have taken effect at: its window's start, or later when a
+/// reported expiry pins a grant or renew to `expires_at - ttl`.
+fn earliest_effect(op: &OpRecord, window: Span) -> Ts {
+    let pinned = match (&op.result, &op.call) {
+        (
+            OpResult::Ok(Outcome::Acquired { expires_at, .. }),
+            Op::Acquire { ttl: Some(ttl), .. },
+        )
+        | (OpResult::Ok(Outcome::Renewed { expires_at }), Op::Renew { ttl: Some(ttl), .. }) => {
+            Some(expires_at.plus(-ttl.advance_bounds().1))
+        }
+        _ => None,
+    };
+    pinned.map_or(window.t0(), |p| p.max(window.t0()))
 }
 
 fn op_window(clock: &Clock, op: &OpRecord) -> Span {
@@ -144,6 +174,9 @@ pub struct Entry {
     pub crash_gen: u32,
     /// The transaction of an op.
     pub txn: Option<TxnId>,
+    /// The earliest server instant its effect can have (a grant's or renew's reported
+    /// expiry pins it): the search tries entries in this order.
+    pub order: Ts,
 }
 
 impl Entry {
@@ -186,18 +219,16 @@ pub fn partition(history: &History, windows: &Windows) -> Vec<Partition> {
             txn_end: BTreeMap::new(),
         })
     }
-    // ops, and the group of each transaction
+    // ops, and what each transaction's end must follow
     let mut txn_group: BTreeMap<TxnId, Option<String>> = BTreeMap::new();
-    let mut txn_span: BTreeMap<TxnId, (Nanos, Option<Nanos>)> = BTreeMap::new();
+    let mut txn_ops: BTreeMap<TxnId, TxnOps> = BTreeMap::new();
     for (i, op) in history.ops.iter().enumerate() {
         let group = groups.group_of_op(op);
+        let unknown = op.result.outcome() == Outcome::Unknown;
         if let Some(t) = op.txn {
             txn_group.insert(t, group.clone());
-            let s = txn_span.entry(t).or_insert((op.invoke, Some(op.complete)));
-            s.0 = s.0.min(op.invoke);
-            s.1 = s.1.map(|c| c.max(op.complete));
+            txn_ops.entry(t).or_default().add(op, unknown);
         }
-        let unknown = op.result.outcome() == Outcome::Unknown;
         part_of(&mut parts, group, &groups).entries.push(Entry {
             kind: EntryKind::Op(i),
             call: op.invoke,
@@ -207,31 +238,39 @@ pub fn partition(history: &History, windows: &Windows) -> Vec<Partition> {
             window: windows.ops[i],
             crash_gen: crash_gen(op.invoke),
             txn: op.txn,
+            order: if unknown {
+                FAR_PAST
+            } else {
+                earliest_effect(op, windows.ops[i])
+            },
         });
     }
-    // transaction ends (a transaction without a record ended unknown), each after every
-    // op of its transaction
+    // transaction ends (a transaction without a record ended unknown)
     for (txn, group) in &txn_group {
         let record = history.txn(*txn);
-        let (first, last) = txn_span[txn];
-        let after_ops = last.map_or(first, |l| l + 1);
+        let ops = &txn_ops[txn];
         let (end, call, ret) = match record {
             Some(r) => {
-                let call = r.end_invoke.max(after_ops);
-                let ret = r.end_complete.max(call);
-                (r.end, call, (r.end != TxnEnd::Unknown).then_some(ret))
+                let call = r.end_invoke.max(ops.after);
+                (r.end, call, Some(r.end_complete.max(call)))
             }
-            None => (TxnEnd::Unknown, after_ops, None),
+            None => (TxnEnd::Unknown, ops.after.max(ops.first.unwrap_or(0)), None),
         };
+        // an end whose time the client cannot know is open-ended: a COMMIT whose answer
+        // was lost, or a transaction whose connection was lost (the server aborts it when
+        // it notices)
+        let ret = ret.filter(|_| end != TxnEnd::Unknown && !ops.lost);
+        let window = windows.span(call, ret);
         let p = part_of(&mut parts, group.clone(), &groups);
         p.txn_end.insert(*txn, p.entries.len());
         p.entries.push(Entry {
             kind: EntryKind::TxnEnd { txn: *txn, end },
             call,
             ret,
-            window: Span::point(FAR_PAST),
-            crash_gen: crash_gen(record.map_or(first, |r| r.begin)),
+            window,
+            crash_gen: crash_gen(record.map_or(ops.first.unwrap_or(0), |r| r.begin)),
             txn: Some(*txn),
+            order: if ret.is_some() { window.t0() } else { FAR_PAST },
         });
     }
     // nemesis events: restarts reach every partition, lapses their key's
@@ -246,6 +285,7 @@ pub fn partition(history: &History, windows: &Windows) -> Vec<Partition> {
             window: windows.nemeses[i],
             crash_gen: gen,
             txn: None,
+            order: windows.nemeses[i].t0(),
         };
         match &n.effect {
             NemesisEffect::None => {}
@@ -265,6 +305,28 @@ pub fn partition(history: &History, windows: &Windows) -> Vec<Partition> {
         }
     }
     parts.into_values().collect()
+}
+
+/// What a transaction's end must follow.
+#[derive(Default)]
+struct TxnOps {
+    /// the first invoke of its ops
+    first: Option<Nanos>,
+    /// just after the last complete of its answered ops: the end comes after them (a
+    /// failing op is not waited for: the server aborts the transaction at the error)
+    after: Nanos,
+    /// one of its ops lost its connection
+    lost: bool,
+}
+
+impl TxnOps {
+    fn add(&mut self, op: &OpRecord, unknown: bool) {
+        self.first = Some(self.first.map_or(op.invoke, |f| f.min(op.invoke)));
+        if matches!(op.result, OpResult::Ok(_)) {
+            self.after = self.after.max(op.complete.saturating_add(1));
+        }
+        self.lost |= unknown;
+    }
 }
 
 /// Union-find over keys: the keys of one transaction are one group, named by its least key.

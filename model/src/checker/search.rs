@@ -19,7 +19,8 @@ use super::partition::Partition;
 use super::state::{apply, call_open_ended, closure, PState, CLOSURE_LIMIT};
 use super::{Exhausted, Meter, Violation};
 use crate::history::History;
-use std::collections::HashSet;
+use crate::history::Nanos;
+use std::collections::{BTreeSet, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// FxHash (rustc's): the memo hashes large keys millions of times, SipHash is too slow.
@@ -74,90 +75,6 @@ impl Bits {
     }
 }
 
-const NIL: usize = usize::MAX;
-
-/// The doubly linked list of call and return events.
-struct Events {
-    /// node -> entry index
-    entry: Vec<usize>,
-    /// node -> is a call event
-    is_call: Vec<bool>,
-    /// call node -> its return node
-    ret_of: Vec<usize>,
-    /// return node -> the entry has no return (an open-ended unknown)
-    open_ended: Vec<bool>,
-    prev: Vec<usize>,
-    next: Vec<usize>,
-    /// index of the head sentinel
-    head: usize,
-}
-
-impl Events {
-    fn new(part: &Partition) -> Events {
-        let n = part.entries.len();
-        // (time, kind: 0 call / 1 return, entry); open-ended returns sort last
-        let mut order: Vec<(u64, u8, usize)> = Vec::with_capacity(2 * n);
-        for (i, e) in part.entries.iter().enumerate() {
-            order.push((e.call, 0, i));
-            order.push((e.ret.unwrap_or(u64::MAX), 1, i));
-        }
-        order.sort_unstable();
-        let mut ev = Events {
-            entry: Vec::with_capacity(2 * n),
-            is_call: Vec::with_capacity(2 * n),
-            ret_of: vec![NIL; 2 * n],
-            open_ended: vec![false; 2 * n],
-            prev: Vec::with_capacity(2 * n + 1),
-            next: Vec::with_capacity(2 * n + 1),
-            head: 2 * n,
-        };
-        let mut call_node = vec![NIL; n];
-        for (node, (_, kind, i)) in order.iter().enumerate() {
-            ev.entry.push(*i);
-            ev.is_call.push(*kind == 0);
-            if *kind == 0 {
-                call_node[*i] = node;
-            } else {
-                ev.ret_of[call_node[*i]] = node;
-                ev.open_ended[node] = part.entries[*i].ret.is_none();
-            }
-            ev.prev.push(if node == 0 { ev.head } else { node - 1 });
-            ev.next.push(if node + 1 == 2 * n { NIL } else { node + 1 });
-        }
-        ev.prev.push(NIL);
-        ev.next.push(if n == 0 { NIL } else { 0 });
-        ev
-    }
-
-    fn unlink(&mut self, node: usize) {
-        let (p, n) = (self.prev[node], self.next[node]);
-        self.next[p] = n;
-        if n != NIL {
-            self.prev[n] = p;
-        }
-    }
-
-    fn relink(&mut self, node: usize) {
-        let (p, n) = (self.prev[node], self.next[node]);
-        self.next[p] = node;
-        if n != NIL {
-            self.prev[n] = node;
-        }
-    }
-
-    /// Removes a call node and its return node.
-    fn lift(&mut self, call: usize) {
-        self.unlink(call);
-        self.unlink(self.ret_of[call]);
-    }
-
-    /// Undoes [`Events::lift`] (in reverse order of removal).
-    fn unlift(&mut self, call: usize) {
-        self.relink(self.ret_of[call]);
-        self.relink(call);
-    }
-}
-
 /// The deepest point the search reached, for the explanation.
 pub(crate) struct Deepest {
     /// Entries placed, in order.
@@ -168,29 +85,98 @@ pub(crate) struct Deepest {
     pub(crate) blocking: usize,
 }
 
-/// Searches `cx.part` for a linearization.
+/// The entries not placed yet, by call and (for entries that must be placed) by return.
+struct Unplaced {
+    by_call: BTreeSet<(Nanos, usize)>,
+    by_ret: BTreeSet<(Nanos, usize)>,
+}
+
+impl Unplaced {
+    fn new(part: &Partition) -> Unplaced {
+        let mut u = Unplaced {
+            by_call: BTreeSet::new(),
+            by_ret: BTreeSet::new(),
+        };
+        for i in 0..part.entries.len() {
+            u.insert(part, i);
+        }
+        u
+    }
+
+    fn insert(&mut self, part: &Partition, i: usize) {
+        let e = &part.entries[i];
+        self.by_call.insert((e.call, i));
+        if let Some(r) = e.ret {
+            self.by_ret.insert((r, i));
+        }
+    }
+
+    fn remove(&mut self, part: &Partition, i: usize) {
+        let e = &part.entries[i];
+        self.by_call.remove(&(e.call, i));
+        if let Some(r) = e.ret {
+            self.by_ret.remove(&(r, i));
+        }
+    }
+
+    /// The entry that must be placed first (the earliest return), if any must.
+    fn first_to_return(&self) -> Option<usize> {
+        self.by_ret.first().map(|(_, i)| *i)
+    }
+
+    /// The entries that may be placed next: those called before the earliest return (an
+    /// entry that returned before another was called precedes it), earliest instant first.
+    fn candidates(&self, part: &Partition) -> Vec<usize> {
+        let limit = self.by_ret.first().map_or(Nanos::MAX, |(r, _)| *r);
+        let mut out: Vec<usize> = self
+            .by_call
+            .iter()
+            .take_while(|(call, _)| *call <= limit)
+            .map(|(_, i)| *i)
+            .collect();
+        out.sort_by_key(|i| (part.entries[*i].order, part.entries[*i].call, *i));
+        out
+    }
+}
+
+/// One position of the search: the candidates to try there and how far it got.
+struct Frame {
+    candidates: Vec<usize>,
+    next: usize,
+    /// the entry placed from here and the states before it
+    placed: Option<(usize, Vec<PState>)>,
+}
+
+/// Searches `cx.part` for a linearization: depth first, trying at each position the
+/// entries real time allows in the order of their earliest possible instant, memoising
+/// (placed set, states) pairs as Porcupine does.
 pub(crate) fn search(cx: Ctx<'_>, meter: &mut Meter) -> Outcome {
     let (history, part) = (cx.history, cx.part);
-    let n = part.entries.len();
-    let mut ev = Events::new(part);
+    let mut unplaced = Unplaced::new(part);
     let mut states = vec![PState::default()];
-    let mut bits = Bits::new(n);
+    let mut bits = Bits::new(part.entries.len());
     let mut memo = Memo::default();
-    let mut stack: Vec<(usize, Vec<PState>)> = Vec::new();
+    let mut frames: Vec<Frame> = Vec::new();
     let mut deepest: Option<Deepest> = None;
-    let mut cursor = ev.next[ev.head];
+    let mut cur = Frame {
+        candidates: unplaced.candidates(part),
+        next: 0,
+        placed: None,
+    };
     // the states with pending entries fired, computed once per position
     let mut closed: Option<Vec<PState>> = None;
     loop {
         if let Some(e) = meter.tick() {
             return Outcome::Exhausted(e);
         }
-        if cursor == NIL {
+        let Some(blocking) = unplaced.first_to_return() else {
+            // only open-ended entries are left: they may never take effect
             return Outcome::Linearizable;
-        }
-        let node = cursor;
-        let i = ev.entry[node];
-        if ev.is_call[node] {
+        };
+        let mut placed = None;
+        while cur.next < cur.candidates.len() {
+            let i = cur.candidates[cur.next];
+            cur.next += 1;
             let ended = txn_ended(history, part, &bits, i);
             let next = if part.entries[i].is_open_ended() {
                 Some(pend(cx, &states, i, ended))
@@ -209,43 +195,55 @@ pub(crate) fn search(cx: Ctx<'_>, meter: &mut Meter) -> Outcome {
                 bits.set(i);
                 if memo.insert((bits.clone(), next.clone())) {
                     meter.states += 1;
-                    stack.push((node, std::mem::replace(&mut states, next)));
-                    closed = None;
-                    ev.lift(node);
-                    cursor = ev.next[ev.head];
-                    continue;
+                    placed = Some((i, next));
+                    break;
                 }
                 bits.clear(i);
             }
-            cursor = ev.next[node];
-        } else {
-            if ev.open_ended[node] {
-                // every entry that must be placed is placed
-                return Outcome::Linearizable;
+        }
+        match placed {
+            Some((i, next)) => {
+                unplaced.remove(part, i);
+                cur.placed = Some((i, std::mem::replace(&mut states, next)));
+                frames.push(cur);
+                closed = None;
+                cur = Frame {
+                    candidates: unplaced.candidates(part),
+                    next: 0,
+                    placed: None,
+                };
             }
-            if deepest
-                .as_ref()
-                .is_none_or(|d| stack.len() > d.placed.len())
-            {
-                deepest = Some(Deepest {
-                    placed: stack.iter().map(|(c, _)| ev.entry[*c]).collect(),
-                    states: states.clone(),
-                    blocking: i,
-                });
+            None => {
+                // a dead end: go back one placement
+                if deepest
+                    .as_ref()
+                    .is_none_or(|d| frames.len() > d.placed.len())
+                {
+                    deepest = Some(Deepest {
+                        placed: frames
+                            .iter()
+                            .filter_map(|f| f.placed.as_ref().map(|(i, _)| *i))
+                            .collect(),
+                        states: states.clone(),
+                        blocking,
+                    });
+                }
+                let Some(mut back) = frames.pop() else {
+                    let d = deepest.unwrap_or(Deepest {
+                        placed: Vec::new(),
+                        states,
+                        blocking,
+                    });
+                    return Outcome::Violation(Box::new(explain::violation(cx, &d)));
+                };
+                if let Some((i, before)) = back.placed.take() {
+                    bits.clear(i);
+                    unplaced.insert(part, i);
+                    states = before;
+                }
+                closed = None;
+                cur = back;
             }
-            let Some((call, prev)) = stack.pop() else {
-                let d = deepest.unwrap_or(Deepest {
-                    placed: Vec::new(),
-                    states,
-                    blocking: i,
-                });
-                return Outcome::Violation(Box::new(explain::violation(cx, &d)));
-            };
-            bits.clear(ev.entry[call]);
-            states = prev;
-            closed = None;
-            ev.unlift(call);
-            cursor = ev.next[call];
         }
     }
 }

@@ -10,7 +10,7 @@
 //!   transaction has a pending write on it (it would block until that transaction ends).
 //! - **Commit windows**: writes to a key take effect in the order of their effective server
 //!   instants (pg_lease reads the clock while holding the key's row lock), so a write cannot
-//!   be placed at an instant before a write placed earlier (`floor`). A lock-free read is
+//!   be placed at an instant before a write to the same key placed earlier (`floors`). A lock-free read is
 //!   judged at an instant of its own window only: it may see the state before a write that
 //!   was decided but not yet committed.
 //! - **Restarts**: committed state stands ([`Spec::crash`], [`Spec::restart`]), pending
@@ -38,9 +38,9 @@ pub struct PState {
     pub committed: S,
     /// Pending writes of open transactions (each key in a map is row-locked by it).
     pub open: BTreeMap<TxnId, Pending>,
-    /// The instant of the latest committed write: every entry placed later took effect at
-    /// or after it.
-    pub floor: Ts,
+    /// Per key, the instant of its latest committed write: every entry on the key placed
+    /// later took effect at or after it. (Writes to different keys are not ordered.)
+    pub floors: BTreeMap<Sym, Ts>,
     /// Restarts applied so far.
     pub crashes: u32,
     /// Open-ended entries called but not fired yet (entry indices, sorted).
@@ -89,6 +89,19 @@ impl Reject {
 }
 
 impl PState {
+    /// The earliest instant an op on `key` placed now can take effect at.
+    fn floor(&self, key: Option<&Sym>) -> Ts {
+        key.and_then(|k| self.floors.get(k))
+            .copied()
+            .unwrap_or(super::partition::FAR_PAST)
+    }
+
+    /// A write to `key` took effect at `at` and is committed.
+    fn raise(&mut self, key: Sym, at: Ts) {
+        let f = self.floors.entry(key).or_insert(at);
+        *f = (*f).max(at);
+    }
+
     /// The store an op of transaction `txn` (or of no transaction) sees.
     fn view(&self, txn: Option<TxnId>) -> S {
         let mut view = self.committed.clone();
@@ -239,16 +252,14 @@ fn apply_call(
     // the write's instant (the floor). (A read may still be placed before a write decided
     // earlier than it: it then saw the state before that write's commit; the floor only
     // counts writes placed before.)
-    let too_early = |at: Ts| Reject::TooEarly {
-        at,
-        floor: state.floor,
-    };
-    if state.floor > window.t1() {
+    let floor = state.floor(call.op.key());
+    let too_early = |at: Ts| Reject::TooEarly { at, floor };
+    if floor > window.t1() {
         return Err(too_early(window.t1()));
     }
     let judged = cx
         .spec
-        .judge_from(&view, call.op, window, state.floor, call.outcome, detail);
+        .judge_from(&view, call.op, window, floor, call.outcome, detail);
     let after_floor = match judged {
         Ok(js) => js,
         Err(m) => {
@@ -305,6 +316,9 @@ fn settle(
 ) -> PState {
     let mut next = state.clone();
     for (key, st) in view.diff(&j.store) {
+        if wrote && txn.is_none() {
+            next.raise(key, j.at);
+        }
         match txn {
             Some(t)
                 if wrote
@@ -321,9 +335,6 @@ fn settle(
             }
             _ => next.committed.set(key, st),
         }
-    }
-    if wrote && txn.is_none() {
-        next.floor = next.floor.max(j.at);
     }
     next
 }
@@ -342,7 +353,13 @@ fn apply_end(cx: Ctx<'_>, i: usize, state: &PState, txn: TxnId, end: TxnEnd) -> 
             .retain(|p| *p == i || cx.part.entries[*p].txn != Some(txn));
         if commit {
             next.committed = cx.spec.commit(&state.committed, &writes);
-            next.floor = next.floor.max(pending.map_or(next.floor, |p| p.at));
+            // every key it wrote was locked until now: later ops on them come after its
+            // latest write
+            if let Some(p) = pending {
+                for key in p.writes.keys() {
+                    next.raise(*key, p.at);
+                }
+            }
         } else {
             next.committed = cx.spec.abort(&state.committed, &writes);
         }
