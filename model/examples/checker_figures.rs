@@ -33,6 +33,8 @@
 //!     "diagnosis": bool,                      // CheckOptions::diagnosis on (pre-checks always on)
 //!     "elapsed_ms": float,                    // one check; for a set: its slowest history
 //!     "mean_ms": float,                       // mean over the set's histories (= elapsed_ms for one)
+//!     "cpu_ms": float,                        // CPU time of the timed check(s), all histories
+//!     "wall_ms": float,                       // wall time of the timed check(s), all histories
 //!     "peak_rss_bytes": int | null,           // VmHWM of the case's process: generation and check
 //!     "rss_before_check_bytes": int | null,   // VmRSS after generation and warm-up
 //!     "check_peak_rss_bytes": int | null,     // VmHWM reset after generation: peak while checking
@@ -123,6 +125,8 @@ struct Case {
     diagnosis: bool,
     elapsed_ms: f64,
     mean_ms: f64,
+    cpu_ms: f64,
+    wall_ms: f64,
     peak_rss_bytes: Option<u64>,
     rss_before_check_bytes: Option<u64>,
     check_peak_rss_bytes: Option<u64>,
@@ -209,6 +213,7 @@ fn parent(out: PathBuf) -> Res<()> {
         all_pass,
     };
     std::fs::create_dir_all(&out)?;
+    let out = std::fs::canonicalize(&out)?;
     let day = &figures.date[..10];
     let json = out.join(format!("{day}.json"));
     let md = out.join(format!("{day}.md"));
@@ -247,15 +252,17 @@ fn markdown(f: &Figures) -> String {
          generation not timed. Default `CheckOptions` (pre-checks and diagnosis on) unless \
          the case says otherwise. Peak RSS is the case process's `VmHWM` (generation and \
          check); \"while checking\" is `VmHWM` reset after generation (the history resident), \
-         \"before\" the RSS just before the timed check.\n"
+         \"before\" the RSS just before the timed check. Targets are judged on wall time; CPU \
+         is the process's CPU time over the timed checks (a set's: all its histories), steadier \
+         than wall time on a shared machine.\n"
     );
     let _ = writeln!(
         s,
-        "| case | histories | ops | processes | keys | time | target | peak RSS | while checking | before | target | verdict | met |"
+        "| case | histories | ops | processes | keys | wall time | CPU | target | peak RSS | while checking | before | target | verdict | met |"
     );
     let _ = writeln!(
         s,
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"
     );
     for c in &f.cases {
         let time = if c.histories > 1 {
@@ -265,7 +272,7 @@ fn markdown(f: &Figures) -> String {
         };
         let _ = writeln!(
             s,
-            "| `{}` | {} | {}{} | {} | {} | {} | < {} ms{} | {} | {} | {} | {} | {} | {} |",
+            "| `{}` | {} | {}{} | {} | {} | {} | {:.1} ms | < {} ms{} | {} | {} | {} | {} | {} | {} |",
             c.name,
             c.histories,
             if c.histories > 1 { "≤ " } else { "" },
@@ -273,6 +280,7 @@ fn markdown(f: &Figures) -> String {
             c.processes,
             c.keys,
             time,
+            c.cpu_ms,
             c.target.elapsed_ms,
             if c.histories > 1 { " each" } else { "" },
             mib(c.peak_rss_bytes),
@@ -425,6 +433,8 @@ fn blank(name: &str) -> Case {
         diagnosis: true,
         elapsed_ms: 0.0,
         mean_ms: 0.0,
+        cpu_ms: 0.0,
+        wall_ms: 0.0,
         peak_rss_bytes: None,
         rss_before_check_bytes: None,
         check_peak_rss_bytes: None,
@@ -447,9 +457,11 @@ fn one_valid(name: &str, history: &History, options: &CheckOptions, warm_up: boo
     let generation_peak = status_bytes("VmHWM");
     let before = status_bytes("VmRSS");
     let reset = reset_peak();
+    let cpu = cpu_ms();
     let start = Instant::now();
     let verdict = check(history, options);
     let elapsed = ms(start);
+    let cpu = cpu_ms() - cpu;
     let check_peak = status_bytes("VmHWM");
     let (processes, keys) = common::shape_of(history);
     let mut case = blank(name);
@@ -459,6 +471,8 @@ fn one_valid(name: &str, history: &History, options: &CheckOptions, warm_up: boo
     case.keys = keys;
     case.elapsed_ms = elapsed;
     case.mean_ms = elapsed;
+    case.cpu_ms = cpu;
+    case.wall_ms = elapsed;
     case.peak_rss_bytes = generation_peak.max(check_peak);
     case.rss_before_check_bytes = before;
     case.check_peak_rss_bytes = if reset { check_peak } else { None };
@@ -477,6 +491,7 @@ fn invalid(name: &str, options: &CheckOptions) -> Case {
     let reset = reset_peak();
     let mut case = blank(name);
     let mut verdicts = Vec::new();
+    let cpu = cpu_ms();
     for inv in &set {
         let start = Instant::now();
         let verdict = check(&inv.history, options);
@@ -501,11 +516,13 @@ fn invalid(name: &str, options: &CheckOptions) -> Case {
         });
         verdicts.push(verdict_name(&verdict));
     }
+    case.cpu_ms = cpu_ms() - cpu;
     let check_peak = status_bytes("VmHWM");
     case.histories = set.len();
     let times: Vec<f64> = case.details.iter().map(|d| d.elapsed_ms).collect();
     case.elapsed_ms = times.iter().copied().fold(0.0, f64::max);
-    case.mean_ms = times.iter().sum::<f64>() / times.len().max(1) as f64;
+    case.wall_ms = times.iter().sum::<f64>();
+    case.mean_ms = case.wall_ms / times.len().max(1) as f64;
     case.peak_rss_bytes = generation_peak.max(check_peak);
     case.rss_before_check_bytes = before;
     case.check_peak_rss_bytes = if reset { check_peak } else { None };
@@ -526,6 +543,19 @@ fn verdict_name(v: &Verdict) -> &'static str {
 
 fn ms(start: Instant) -> f64 {
     start.elapsed().as_secs_f64() * 1e3
+}
+
+/// CPU time this process has used, in milliseconds (0 if the clock cannot be read).
+fn cpu_ms() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) } != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
 }
 
 /// A `kB` field of /proc/self/status, in bytes.
