@@ -370,15 +370,10 @@ fn summary(label: &str, r: &Report, elapsed: Duration) -> String {
 /// 8 processes x 2 keys x 1,500 ops on every tested major: the shipped pg_lease must come
 /// out linearizable. Bounded: each campaign must finish within 60 s (recording at
 /// ~1,000-1,500 ops/s takes 1-2 s here; the check's budget is 30 s, its diagnosis 5 s).
-///
-/// Ignored while pg_lease 0.1.0 has a real violation under contention: it reads
-/// `clock_timestamp()` before taking the key's row lock, so a grant or renew that waited
-/// for the lock is backdated to before the write it waited for (the checker's pre-check
-/// grant-overlap, invariant 1; e.g. results/histories/20261203T093850Z). It fails most runs;
-/// run it with `--ignored`, and stop ignoring it once the extension reads the clock under
-/// the lock.
+/// (pg_lease 0.1.0 failed this in most runs: it read `clock_timestamp()` before taking the
+/// key's row lock, so a grant that waited for the lock was backdated; see
+/// results/histories/20261203T093850Z.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "pg_lease 0.1.0 backdates grants after a row-lock wait (clock read before the lock): a real violation under contention, fixed elsewhere"]
 async fn a_free_running_campaign_on_pg_lease_is_linearizable() {
     for major in test_majors() {
         let cluster = shared(major).unwrap();
