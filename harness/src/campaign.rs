@@ -85,7 +85,8 @@ impl fmt::Display for Target {
 }
 
 impl Target {
-    fn files(&self) -> Result<ExtensionFiles, StaleMutant> {
+    /// The extension files of the target.
+    pub fn files(&self) -> Result<ExtensionFiles, StaleMutant> {
         match self {
             Target::PgLease => Ok(ExtensionFiles::pg_lease()),
             Target::Mutant(m) => ExtensionFiles::mutant(m),

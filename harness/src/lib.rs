@@ -10,6 +10,7 @@ pub mod client;
 pub mod conformance;
 pub mod extension;
 pub mod fate;
+pub mod fenced;
 pub mod installcheck;
 pub mod pg;
 pub mod recorder;
