@@ -8,9 +8,9 @@
 -- * every transaction that writes lease state commits synchronously (a deferred
 --   constraint trigger sets synchronous_commit = on for it), so a crash never loses an
 --   acknowledged grant, renew or release;
--- * every write reads the clock while it holds the key's row lock (the clock is read by
---   the UPDATE itself, which PostgreSQL re-evaluates after waiting for a lock), and every
---   read reads it after taking its snapshot;
+-- * every write reads the clock while it holds the key's row lock (it locks the row, then
+--   reads the clock, then decides and writes), and every read reads it after taking its
+--   snapshot;
 -- * calls refuse to run outside READ COMMITTED (SQLSTATE 55000) instead of answering from
 --   a stale snapshot;
 -- * ttl and wait arithmetic is done in UTC (a day is 24 hours, a month a calendar month),
@@ -32,14 +32,18 @@ ALTER TABLE lease.leases
 GRANT SELECT ON lease.leases TO @extowner@;
 
 -- Durability that no caller setting can take away: at the commit of any transaction that
--- wrote a lease row, synchronous_commit is on for that commit.
+-- wrote a lease row, a synchronous_commit of off is raised to local (the commit record is
+-- flushed before the commit returns); stronger settings (on, remote_write, remote_apply)
+-- are left as they are.
 CREATE FUNCTION lease._commit_durably()
 RETURNS trigger
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM pg_catalog.set_config('synchronous_commit', 'on', true);
+    IF current_setting('synchronous_commit') = 'off' THEN
+        PERFORM pg_catalog.set_config('synchronous_commit', 'local', true);
+    END IF;
     RETURN NULL;
 END
 $$;
@@ -150,33 +154,43 @@ REVOKE ALL ON FUNCTION lease._interval_problem(text, interval, boolean) FROM PUB
 REVOKE ALL ON FUNCTION lease._raise_invalid(text, text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION lease._refuse_isolation(text) FROM PUBLIC;
 
--- Takes `key` for `owner` if it is never-leased, FREE or lapsed when this statement looks
--- (`exists`: a row was seen). One UPDATE (or INSERT for a new key) both re-checks and
--- writes, reading the clock itself: PostgreSQL re-evaluates it on the latest row version
--- after any row-lock wait, so the grant is decided and dated while the row lock is held.
--- No row: the attempt lost a race and wrote nothing. (Having waited, a failed UPDATE still
--- holds the row lock, until its transaction or subtransaction ends.)
+-- Takes `key` for `owner` if it is never-leased, FREE or lapsed (`exists`: the probe saw
+-- a row). An existing row is locked first (waiting for any other writer), then the clock
+-- is read and the grant decided and dated: the grant takes effect while the row lock is
+-- held. No row returned: the attempt lost a race and wrote nothing; having locked the row,
+-- it holds the lock until its transaction or subtransaction ends. A new key is inserted,
+-- or nothing when another session inserted it first.
 CREATE FUNCTION lease._take(p_key text, p_owner text, p_ttl interval, p_exists boolean)
 RETURNS TABLE (epoch bigint, expires_at timestamptz)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_owner   text;
+    v_expires timestamptz;
+    v_now     timestamptz;
 BEGIN
-    IF p_exists THEN
-        RETURN QUERY
-        UPDATE lease.leases AS l
-           SET owner = p_owner,
-               epoch = l.epoch + 1,
-               expires_at = (clock_timestamp() AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'
-         WHERE l.key = p_key COLLATE "C"
-           AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
-        RETURNING l.epoch, l.expires_at;
-    ELSE
+    IF NOT p_exists THEN
         RETURN QUERY
         INSERT INTO lease.leases AS l (key, owner, epoch, expires_at)
         VALUES (p_key, p_owner, 1, (clock_timestamp() AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC')
         ON CONFLICT (key) DO NOTHING
+        RETURNING l.epoch, l.expires_at;
+        RETURN;
+    END IF;
+    SELECT l.owner, l.expires_at INTO v_owner, v_expires
+      FROM lease.leases AS l
+     WHERE l.key = p_key COLLATE "C"
+       FOR NO KEY UPDATE;
+    v_now := clock_timestamp();
+    IF v_owner IS NULL OR v_expires <= v_now THEN
+        RETURN QUERY
+        UPDATE lease.leases AS l
+           SET owner = p_owner,
+               epoch = l.epoch + 1,
+               expires_at = (v_now AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'
+         WHERE l.key = p_key COLLATE "C"
         RETURNING l.epoch, l.expires_at;
     END IF;
 END
@@ -312,9 +326,37 @@ END
 $$;
 REVOKE ALL ON FUNCTION lease._failure_status(text, text, bigint) FROM PUBLIC;
 
+-- Locks the key's row (waiting for any other writer) and reads the clock: that instant
+-- when `owner` still holds a live lease with `epoch` there, else NULL (the row changed
+-- while waiting; the lock stays until the caller's transaction ends).
+CREATE FUNCTION lease._lock_live(p_key text, p_owner text, p_epoch bigint)
+RETURNS timestamptz
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_owner   text;
+    v_epoch   bigint;
+    v_expires timestamptz;
+    v_now     timestamptz;
+BEGIN
+    SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
+      FROM lease.leases AS l
+     WHERE l.key = p_key COLLATE "C"
+       FOR NO KEY UPDATE;
+    v_now := clock_timestamp();
+    IF v_owner = p_owner COLLATE "C" AND v_epoch = p_epoch AND v_expires > v_now THEN
+        RETURN v_now;
+    END IF;
+    RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION lease._lock_live(text, text, bigint) FROM PUBLIC;
+
 -- renew: heartbeat. Extends expiry to server time + ttl, never changes the epoch.
--- Precedence of failures: not_owner, then lapsed, then epoch_mismatch. The UPDATE reads
--- the clock itself (under the row lock); a failed one matches no row and locks nothing.
+-- Precedence of failures: not_owner, then lapsed, then epoch_mismatch. A call that fails
+-- says so from a lock-free read; one that would succeed locks the row, reads the clock and
+-- decides again under the lock before writing.
 CREATE OR REPLACE FUNCTION lease.renew(key text, owner text, epoch bigint, ttl interval)
 RETURNS TABLE (status text, expires_at timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -322,6 +364,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
+    v_now     timestamptz;
     v_expires timestamptz;
 BEGIN
     IF current_setting('transaction_isolation') <> 'read committed' THEN
@@ -337,31 +380,31 @@ BEGIN
     END IF;
 
     LOOP
-        UPDATE lease.leases AS l
-           SET expires_at = (clock_timestamp() AT TIME ZONE 'UTC' + renew.ttl) AT TIME ZONE 'UTC'
-         WHERE l.key = renew.key COLLATE "C"
-           AND l.owner = renew.owner COLLATE "C"
-           AND l.epoch = renew.epoch
-           AND l.expires_at > clock_timestamp()
-        RETURNING l.expires_at INTO v_expires;
-        IF FOUND THEN
-            status := 'ok';
-            expires_at := v_expires;
-            RETURN NEXT;
-            RETURN;
-        END IF;
         status := lease._failure_status(renew.key, renew.owner, renew.epoch);
         IF status IS NOT NULL THEN
             expires_at := NULL;
             RETURN NEXT;
             RETURN;
         END IF;
+        v_now := lease._lock_live(renew.key, renew.owner, renew.epoch);
+        IF v_now IS NOT NULL THEN
+            UPDATE lease.leases AS l
+               SET expires_at = (v_now AT TIME ZONE 'UTC' + renew.ttl) AT TIME ZONE 'UTC'
+             WHERE l.key = renew.key COLLATE "C"
+            RETURNING l.expires_at INTO v_expires;
+            status := 'ok';
+            expires_at := v_expires;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+        -- It changed while we waited for the lock: the next read says how.
     END LOOP;
 END
 $$;
 
 -- release: frees a held lease and increments the epoch. Same statuses and precedence as
--- renew, and the same single UPDATE that reads the clock under the row lock.
+-- renew, decided the same way (a lock-free read for a failure, under the row lock for a
+-- success).
 CREATE OR REPLACE FUNCTION lease.release(key text, owner text, epoch bigint)
 RETURNS TABLE (status text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -380,21 +423,18 @@ BEGIN
     END IF;
 
     LOOP
-        UPDATE lease.leases AS l
-           SET owner = NULL,
-               expires_at = NULL,
-               epoch = l.epoch + 1
-         WHERE l.key = release.key COLLATE "C"
-           AND l.owner = release.owner COLLATE "C"
-           AND l.epoch = release.epoch
-           AND l.expires_at > clock_timestamp();
-        IF FOUND THEN
-            status := 'ok';
+        status := lease._failure_status(release.key, release.owner, release.epoch);
+        IF status IS NOT NULL THEN
             RETURN NEXT;
             RETURN;
         END IF;
-        status := lease._failure_status(release.key, release.owner, release.epoch);
-        IF status IS NOT NULL THEN
+        IF lease._lock_live(release.key, release.owner, release.epoch) IS NOT NULL THEN
+            UPDATE lease.leases AS l
+               SET owner = NULL,
+                   expires_at = NULL,
+                   epoch = l.epoch + 1
+             WHERE l.key = release.key COLLATE "C";
+            status := 'ok';
             RETURN NEXT;
             RETURN;
         END IF;

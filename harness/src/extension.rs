@@ -87,18 +87,21 @@ pub const MUTANTS: &[Mutant] = &[
         name: "release_keeps_epoch",
         breaks: "release frees the key without advancing the epoch",
         edits: &[(
-            "SET owner = NULL,\n               expires_at = NULL,\n               epoch = l.epoch + 1",
-            "SET owner = NULL,\n               expires_at = NULL,\n               epoch = l.epoch",
+            "SET owner = NULL,\n                   expires_at = NULL,\n                   epoch = l.epoch + 1",
+            "SET owner = NULL,\n                   expires_at = NULL,\n                   epoch = l.epoch",
         )],
         caught_by: &["release_frees_and_advances_the_epoch"],
     },
     Mutant {
         name: "renew_ignores_expiry",
-        breaks: "renew succeeds on a lapsed lease",
-        edits: &[(
-            "AND l.epoch = renew.epoch\n           AND l.expires_at > clock_timestamp()",
-            "AND l.epoch = renew.epoch",
-        )],
+        breaks: "renew (and release) succeed on a lapsed lease: neither the lock-free read nor the check under the lock looks at the expiry",
+        edits: &[
+            ("        WHEN v_expires <= clock_timestamp() THEN 'lapsed'\n", ""),
+            (
+                "AND v_epoch = p_epoch AND v_expires > v_now THEN",
+                "AND v_epoch = p_epoch THEN",
+            ),
+        ],
         caught_by: &[
             "renew_and_release_statuses_follow_precedence",
             "lapsed_lease_is_taken_over_at_once_with_a_greater_epoch",
@@ -126,8 +129,8 @@ pub const MUTANTS: &[Mutant] = &[
                 "IF v_found AND v_owner IS NOT NULL AND v_expires > v_now AND v_owner = acquire.owner COLLATE \"C\" THEN",
             ),
             (
-                "AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())",
-                "AND true",
+                "IF v_owner IS NULL OR v_expires <= v_now THEN",
+                "IF true THEN",
             ),
         ],
         caught_by: &[
