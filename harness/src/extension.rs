@@ -17,6 +17,23 @@ pub const BASE_SCRIPT: &str = include_str!("../../extension/pg_lease--0.1.0.sql"
 /// base script, then this update.
 pub const SCRIPT: &str = include_str!("../../extension/pg_lease--0.1.0--0.2.0.sql");
 
+/// The released version whose base script is [`BASE_SCRIPT`].
+pub const BASE_VERSION: &str = "0.1.0";
+
+/// [`CONTROL`] with `default_version` set to `version` (every other line as shipped).
+fn control_for(version: &str) -> String {
+    CONTROL
+        .lines()
+        .map(|line| {
+            if line.trim_start().starts_with("default_version") {
+                format!("default_version = '{version}'\n")
+            } else {
+                format!("{line}\n")
+            }
+        })
+        .collect()
+}
+
 /// The script files of an extension named `name`, with `update` as its 0.1.0 -> 0.2.0
 /// script.
 fn scripts(name: &str, update: String) -> Vec<(String, String)> {
@@ -42,6 +59,22 @@ impl ExtensionFiles {
             name: NAME.to_string(),
             control: CONTROL.to_string(),
             scripts: scripts(NAME, SCRIPT.to_string()),
+        }
+    }
+
+    /// pg_lease 0.1.0 as released (the base script alone, `default_version = '0.1.0'`),
+    /// under the extension name `pg_lease_v0_1_0`: the version the 0.2.0 fixes are
+    /// compared with. Its objects live in schema `lease` like pg_lease's, so the two
+    /// cannot be created in the same database.
+    pub fn version_0_1_0() -> ExtensionFiles {
+        let name = format!("{NAME}_v{}", BASE_VERSION.replace('.', "_"));
+        ExtensionFiles {
+            control: control_for(BASE_VERSION),
+            scripts: vec![(
+                format!("{name}--{BASE_VERSION}.sql"),
+                BASE_SCRIPT.to_string(),
+            )],
+            name,
         }
     }
 
