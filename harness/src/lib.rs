@@ -13,5 +13,6 @@ pub mod fate;
 pub mod installcheck;
 pub mod pg;
 pub mod recorder;
+pub mod security;
 pub mod timeline;
 pub mod workload;
