@@ -105,8 +105,54 @@ async fn pg_lease_0_1_0_fails_the_checks_the_issue_reported_it_for() {
     assert!(problems.is_empty(), "{problems:#?}");
 }
 
+/// The violation each mutant must cause in each check that guards it: (mutant, check, text
+/// the violation contains).
+const MUTANT_VIOLATIONS: &[(&str, &str, &str)] = &[
+    (
+        "sec_acquire_search_path_unpinned",
+        "only_the_api_is_security_definer_and_every_search_path_is_pinned",
+        "lease.acquire(text,text,interval,interval) runs with settings []",
+    ),
+    (
+        "sec_acquire_search_path_unpinned",
+        "planted_functions_and_operators_never_run_inside_lease_calls",
+        "with the planted public.clock_timestamp() returning the year 3000 on the callers' search_path: it ran",
+    ),
+    (
+        "sec_installer_may_update",
+        "extension_objects_owners_and_acls_match_the_reviewed_list",
+        "unexpected: table lease.leases: installer UPDATE",
+    ),
+    (
+        "sec_installer_may_update",
+        "the_installer_reaches_lease_state_only_through_the_api",
+        "installer: `UPDATE lease.leases SET epoch = 1` succeeded",
+    ),
+    (
+        "sec_helper_executable_by_public",
+        "extension_objects_owners_and_acls_match_the_reviewed_list",
+        "unexpected: function lease._take(text,text,interval,boolean): PUBLIC EXECUTE",
+    ),
+    (
+        "sec_helper_executable_by_public",
+        "a_hostile_role_is_denied_everything_but_the_api",
+        "hostile: `SELECT lease._take(",
+    ),
+    (
+        "sec_trigger_runs_as_definer",
+        "only_the_api_is_security_definer_and_every_search_path_is_pinned",
+        "helper lease._commit_durably() is SECURITY DEFINER",
+    ),
+    (
+        "sec_trigger_runs_as_definer",
+        "the_table_has_only_the_durability_trigger_and_it_only_sets_synchronous_commit",
+        "the trigger is (\"leases_commit_durably\"",
+    ),
+];
+
 /// Negative controls: each weakened pg_lease fails exactly the checks that guard what it
-/// weakens, by a violation (never by an infrastructure failure).
+/// weakens, by the violation named in MUTANT_VIOLATIONS (never by an infrastructure
+/// failure).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_security_mutant_is_caught_by_the_checks_that_guard_it() {
     let major = test_majors()[0];
@@ -134,8 +180,16 @@ async fn every_security_mutant_is_caught_by_the_checks_that_guard_it() {
         );
         assert_eq!(report.outcomes.len(), mutant.caught_by.len());
         for o in &report.outcomes {
-            if !matches!(o.result, Err(CheckError::Violated(_))) {
-                escaped.push(format!("{}: {} gave {:?}", mutant.name, o.name, o.result));
+            let text = MUTANT_VIOLATIONS
+                .iter()
+                .find(|(m, c, _)| *m == mutant.name && *c == o.name)
+                .map(|(_, _, t)| *t)
+                .expect("every guarding check names its violation");
+            if !matches!(&o.result, Err(CheckError::Violated(why)) if why.contains(text)) {
+                escaped.push(format!(
+                    "{}: {} gave {:?}; expected a violation containing {text:?}",
+                    mutant.name, o.name, o.result
+                ));
             }
         }
     }
