@@ -20,6 +20,16 @@ use std::collections::BTreeMap;
 /// pg_lease's validation fail with 22008 "interval out of range" instead of 22023.
 const KNOWN_PG14: &str = "known weakness: 22008 interval out of range (PG 14)";
 
+/// pg_lease as built here, installed under a name of its own (the install's extension
+/// directory is shared with every other checkout on the machine); returns the name.
+fn under_test(cluster: &Cluster) -> String {
+    let files = ExtensionFiles::renamed("pg_lease_hostile_under_test");
+    files
+        .install(cluster.install())
+        .expect("install pg_lease's files");
+    files.name
+}
+
 /// Cases per major.
 const CASES: u32 = 256;
 
@@ -202,7 +212,7 @@ fn hostile_arguments_give_a_result_or_22023_and_change_only_what_the_spec_allows
     let mut failures = Vec::new();
     for major in test_majors() {
         let cluster = shared(major).expect("a cluster of the tested major");
-        match property(&rt, cluster, harness::extension::NAME, CASES) {
+        match property(&rt, cluster, &under_test(cluster), CASES) {
             Ok(summary) => {
                 println!("PG {major}: {summary:?}");
                 // The property saw every kind of outcome (the draw is not degenerate).
@@ -240,7 +250,7 @@ fn a_nul_byte_is_refused_before_pg_lease_runs() {
     for major in test_majors() {
         let cluster = shared(major).expect("a cluster of the tested major");
         rt.block_on(async {
-            let f = Fixture::create(cluster, harness::extension::NAME)
+            let f = Fixture::create(cluster, &under_test(cluster))
                 .await
                 .expect("a trusted install");
             let su = f.superuser().await.expect("superuser");
@@ -344,7 +354,7 @@ fn builds_without_the_input_bounds_fail_the_property() {
         });
         // The same case passes on pg_lease itself.
         rt.block_on(async {
-            let f = Fixture::create(cluster, harness::extension::NAME)
+            let f = Fixture::create(cluster, &under_test(cluster))
                 .await
                 .expect("a trusted install");
             let su = f.superuser().await.expect("superuser");
