@@ -7,6 +7,8 @@ use std::path::Path;
 
 /// The extension's name, as in `CREATE EXTENSION pg_lease`.
 pub const NAME: &str = "pg_lease";
+/// The extension name under which [`ExtensionFiles::version_0_1_0`] installs pg_lease 0.1.0.
+pub const NAME_0_1_0: &str = "pg_lease_v0_1_0";
 /// The version `CREATE EXTENSION` installs by default.
 pub const VERSION: &str = "0.2.0";
 /// `pg_lease.control`.
@@ -219,6 +221,23 @@ impl ExtensionFiles {
             name: name.to_string(),
             control: CONTROL.to_string(),
             scripts: scripts(name, SCRIPT.to_string()),
+        }
+    }
+
+    /// pg_lease 0.1.0 alone (the base script, without the 0.2.0 update), as an extension of
+    /// its own named [`NAME_0_1_0`], trusted like pg_lease: the release that 0.2.0 replaced,
+    /// kept installable to measure what 0.2.0 changed.
+    pub fn version_0_1_0() -> ExtensionFiles {
+        ExtensionFiles {
+            name: NAME_0_1_0.to_string(),
+            control:
+                "# pg_lease 0.1.0 alone (base script only), installed by the leasecheck harness\n\
+                      comment = 'pg_lease 0.1.0 (the base script without the 0.2.0 update)'\n\
+                      default_version = '0.1.0'\n\
+                      relocatable = false\n\
+                      trusted = true\n"
+                    .to_string(),
+            scripts: vec![(format!("{NAME_0_1_0}--0.1.0.sql"), BASE_SCRIPT.to_string())],
         }
     }
 

@@ -14,5 +14,6 @@ pub mod fenced;
 pub mod installcheck;
 pub mod pg;
 pub mod recorder;
+pub mod security;
 pub mod timeline;
 pub mod workload;
