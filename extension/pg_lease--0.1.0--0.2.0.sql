@@ -59,17 +59,37 @@ REVOKE ALL ON FUNCTION lease._commit_durably() FROM PUBLIC;
 
 -- True when an interval argument is unacceptable: NULL, a negative field (so adding it
 -- never moves a timestamp backwards, whatever the month length), not positive (unless
--- zero is allowed), or over 100 years. Immutable and plain SQL, so the planner inlines it.
+-- zero is allowed), or over 100 years. The fields' signs are read from the interval's
+-- binary form (int64 microseconds, int32 days, int32 months, big-endian), which never
+-- fails: date_part() raises 22008 on PostgreSQL 14 for a time part over 2^31 hours.
+-- Immutable and plain SQL, so the planner inlines it.
 CREATE FUNCTION lease._interval_bad(value interval, allow_zero boolean)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT value IS NULL
-        OR pg_catalog.date_part('year', value) < 0 OR pg_catalog.date_part('month', value) < 0
-        OR pg_catalog.date_part('day', value) < 0 OR pg_catalog.date_part('hour', value) < 0
-        OR pg_catalog.date_part('minute', value) < 0 OR pg_catalog.date_part('second', value) < 0
+        OR pg_catalog.get_byte(pg_catalog.interval_send(value), 0) >= 128
+        OR pg_catalog.get_byte(pg_catalog.interval_send(value), 8) >= 128
+        OR pg_catalog.get_byte(pg_catalog.interval_send(value), 12) >= 128
         OR (NOT allow_zero AND value = interval '0')
         OR value > interval '100 years'
+$$;
+
+-- An interval as text for an error message: as the session prints intervals, or its raw
+-- fields when printing would fail (a time part over 2^31 hours on PostgreSQL 14).
+CREATE FUNCTION lease._interval_text(value interval)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT CASE
+        WHEN ('x' || pg_catalog.encode(pg_catalog.substr(pg_catalog.interval_send(value), 1, 8), 'hex'))::bit(64)::bigint
+             BETWEEN -7730941132799999999 AND 7730941132799999999
+        THEN value::text
+        ELSE pg_catalog.format('%s months %s days %s microseconds',
+            ('x' || pg_catalog.encode(pg_catalog.substr(pg_catalog.interval_send(value), 13, 4), 'hex'))::bit(32)::int,
+            ('x' || pg_catalog.encode(pg_catalog.substr(pg_catalog.interval_send(value), 9, 4), 'hex'))::bit(32)::int,
+            ('x' || pg_catalog.encode(pg_catalog.substr(pg_catalog.interval_send(value), 1, 8), 'hex'))::bit(64)::bigint)
+    END
 $$;
 
 -- True when a text argument is unacceptable: NULL, empty or over 1024 bytes.
@@ -101,25 +121,24 @@ LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     SELECT CASE
         WHEN value IS NULL THEN name || ' must not be NULL'
-        WHEN pg_catalog.date_part('year', value) < 0 OR pg_catalog.date_part('month', value) < 0
-             OR pg_catalog.date_part('day', value) < 0 OR pg_catalog.date_part('hour', value) < 0
-             OR pg_catalog.date_part('minute', value) < 0
-             OR pg_catalog.date_part('second', value) < 0 THEN
-            pg_catalog.format('%s must not have a negative field (got %s)', name, value)
+        WHEN pg_catalog.get_byte(pg_catalog.interval_send(value), 0) >= 128
+             OR pg_catalog.get_byte(pg_catalog.interval_send(value), 8) >= 128
+             OR pg_catalog.get_byte(pg_catalog.interval_send(value), 12) >= 128 THEN
+            pg_catalog.format('%s must not have a negative field (got %s)', name,
+                              lease._interval_text(value))
         WHEN NOT allow_zero AND value = interval '0' THEN
-            pg_catalog.format('%s must be positive (got %s)', name, value)
+            pg_catalog.format('%s must be positive (got %s)', name, lease._interval_text(value))
         WHEN value > interval '100 years' THEN
-            pg_catalog.format('%s must be at most 100 years (got %s)', name, value)
+            pg_catalog.format('%s must be at most 100 years (got %s)', name,
+                              lease._interval_text(value))
     END
 $$;
 
--- Raises invalid_parameter_value (22023); DETAIL lists every violated constraint. The
--- interval values in it are printed in the postgres IntervalStyle whatever the caller's.
+-- Raises invalid_parameter_value (22023); DETAIL lists every violated constraint.
 CREATE OR REPLACE FUNCTION lease._raise_invalid(op text, problems text[])
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
-SET IntervalStyle = 'postgres'
 AS $$
 BEGIN
     RAISE EXCEPTION '%: invalid input', op
@@ -151,6 +170,7 @@ REVOKE ALL ON FUNCTION lease._interval_bad(interval, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION lease._text_bad(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION lease._text_problem(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION lease._interval_problem(text, interval, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION lease._interval_text(interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION lease._raise_invalid(text, text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION lease._refuse_isolation(text) FROM PUBLIC;
 

@@ -69,7 +69,7 @@ impl ExtensionFiles {
     /// compared with. Its objects live in schema `lease` like pg_lease's, so the two
     /// cannot be created in the same database.
     pub fn version_0_1_0() -> ExtensionFiles {
-        let name = format!("{NAME}_v{}", BASE_VERSION.replace('.', "_"));
+        let name = NAME_0_1_0.to_string();
         ExtensionFiles {
             control: control_for(BASE_VERSION),
             scripts: vec![(
@@ -221,23 +221,6 @@ impl ExtensionFiles {
             name: name.to_string(),
             control: CONTROL.to_string(),
             scripts: scripts(name, SCRIPT.to_string()),
-        }
-    }
-
-    /// pg_lease 0.1.0 alone (the base script, without the 0.2.0 update), as an extension of
-    /// its own named [`NAME_0_1_0`], trusted like pg_lease: the release that 0.2.0 replaced,
-    /// kept installable to measure what 0.2.0 changed.
-    pub fn version_0_1_0() -> ExtensionFiles {
-        ExtensionFiles {
-            name: NAME_0_1_0.to_string(),
-            control:
-                "# pg_lease 0.1.0 alone (base script only), installed by the leasecheck harness\n\
-                      comment = 'pg_lease 0.1.0 (the base script without the 0.2.0 update)'\n\
-                      default_version = '0.1.0'\n\
-                      relocatable = false\n\
-                      trusted = true\n"
-                    .to_string(),
-            scripts: vec![(format!("{NAME_0_1_0}--0.1.0.sql"), BASE_SCRIPT.to_string())],
         }
     }
 

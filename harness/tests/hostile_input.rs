@@ -15,11 +15,6 @@ use model::time::Interval;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use std::collections::BTreeMap;
 
-/// The summary entry of the known PostgreSQL 14 weakness: an interval of more than 2^31
-/// whole hours (e.g. `interval '2000000000 hours' + interval '200000000 hours'`) makes
-/// pg_lease's validation fail with 22008 "interval out of range" instead of 22023.
-const KNOWN_PG14: &str = "known weakness: 22008 interval out of range (PG 14)";
-
 /// pg_lease as built here, installed under a name of its own (the install's extension
 /// directory is shared with every other checkout on the machine); returns the name.
 fn under_test(cluster: &Cluster) -> String {
@@ -145,7 +140,6 @@ fn property(
     let target = Target {
         su: &su,
         caller: &caller,
-        known_hour_overflow: cluster.install().version.major <= 14,
     };
     rt.block_on(target.seed()).expect("seed the watched keys");
     let mut summary = BTreeMap::new();
@@ -154,7 +148,6 @@ fn property(
             CaseOutcome::Answered(_) => "answered".to_string(),
             CaseOutcome::Invalid { .. } => "22023".to_string(),
             CaseOutcome::CastRefused { code, .. } => format!("cast refused ({code})"),
-            CaseOutcome::KnownWeakness(_) => KNOWN_PG14.to_string(),
         };
         *summary.entry(kind).or_insert(0) += 1;
     };
@@ -225,15 +218,6 @@ fn hostile_arguments_give_a_result_or_22023_and_change_only_what_the_spec_allows
                 assert!(
                     summary.keys().any(|k| k.starts_with("cast refused")),
                     "PG {major}: no text interval was refused: {summary:?}"
-                );
-                // The known PostgreSQL 14 weakness is still there (the fixed cases hold an
-                // interval of i64::MAX microseconds); when pg_lease fixes it, this fails:
-                // remove the allowance (Target::known_hour_overflow) then.
-                let known = summary.get(KNOWN_PG14).copied().unwrap_or(0);
-                assert_eq!(
-                    known > 0,
-                    major <= 14,
-                    "PG {major}: {known} calls ended in the known PG 14 weakness: {summary:?}"
                 );
             }
             Err(e) => failures.push(format!("PG {major}: {e}")),
@@ -339,7 +323,6 @@ fn builds_without_the_input_bounds_fail_the_property() {
             let target = Target {
                 su: &su,
                 caller: &caller,
-                known_hour_overflow: false,
             };
             target.seed().await.expect("seed");
             let verdict = run_case(&target, &call).await;
@@ -362,7 +345,6 @@ fn builds_without_the_input_bounds_fail_the_property() {
             let target = Target {
                 su: &su,
                 caller: &caller,
-                known_hour_overflow: false,
             };
             target.seed().await.expect("seed");
             let verdict = run_case(&target, &call).await;

@@ -115,9 +115,6 @@ pub enum CaseOutcome {
     Invalid { detail: String },
     /// The server refused to cast a text interval (SQLSTATE): the call was never made.
     CastRefused { code: String, text: String },
-    /// A known weakness, allowed only where [`Target::known_hour_overflow`] says so: 22008
-    /// "interval out of range" with nothing changed.
-    KnownWeakness(String),
 }
 
 /// Why a case failed.
@@ -160,19 +157,6 @@ pub struct Target<'a> {
     pub su: &'a Client,
     /// A non-superuser making the calls.
     pub caller: &'a Client,
-    /// PostgreSQL 14 and older: an interval whose microseconds hold more whole hours than
-    /// fit a 32-bit int with the same sign (see [`hours_overflow_int32`]) makes pg_lease's
-    /// validation fail with 22008 "interval out of range" instead of 22023 (a known
-    /// weakness). When set, such a call may end that way ([`CaseOutcome::KnownWeakness`]),
-    /// provided it changes nothing; it may also behave as the spec says.
-    pub known_hour_overflow: bool,
-}
-
-/// True when PostgreSQL 14's `interval2tm` refuses the interval: its whole hours
-/// (microseconds / 3,600,000,000) change sign when truncated to a 32-bit int.
-pub fn hours_overflow_int32(i: &Interval) -> bool {
-    let hours = i.micros / 3_600_000_000;
-    ((hours as i32) < 0) != (hours < 0)
 }
 
 impl Target<'_> {
@@ -313,7 +297,6 @@ pub async fn run_case(t: &Target<'_>, call: &Call) -> Result<CaseOutcome, CaseFa
         }
     }
     let (ttl, wait) = (resolved[0], resolved[1]);
-    let overflow = t.known_hour_overflow && [ttl, wait].iter().flatten().any(hours_overflow_int32);
     let op: Op<String, String> = match call {
         Call::Acquire { key, owner, .. } => Op::Acquire {
             key: key.clone(),
@@ -372,17 +355,6 @@ pub async fn run_case(t: &Target<'_>, call: &Call) -> Result<CaseOutcome, CaseFa
                     let detail = db.detail().unwrap_or_default().to_string();
                     check_detail(&violations, &detail).map_err(CaseFailure::Violated)?;
                     (Outcome::InvalidInput, CaseOutcome::Invalid { detail })
-                }
-                "22008" if overflow && message == "interval out of range" => {
-                    if rows_after != rows_before {
-                        return Err(CaseFailure::Violated(format!(
-                            "a call refused with 22008 changed lease.leases from {rows_before:?} to {rows_after:?}"
-                        )));
-                    }
-                    return Ok(CaseOutcome::KnownWeakness(format!(
-                        "22008 interval out of range (CONTEXT {:?})",
-                        db.where_()
-                    )));
                 }
                 "57014" if model::fate::is_wait_exhausted(code, message) => {
                     (Outcome::Timeout, CaseOutcome::Answered("Timeout".into()))
