@@ -159,6 +159,21 @@ impl Report {
         self.step_of_op(*v.ops.first()?)
     }
 
+    /// The report of a plan that could not run at all (e.g. its stage could not be made).
+    pub fn infrastructure(e: InfraError, postgres: String, plan: &Plan) -> Report {
+        Report {
+            run: campaign::Report {
+                outcome: Outcome::Infrastructure(e),
+                history: None,
+                figures: Figures::default(),
+                postgres,
+            },
+            verdict: None,
+            steps: Outputs::none(plan).logs,
+            stalls: Vec::new(),
+        }
+    }
+
     /// The HTML timeline of the history and its verdict (none without both).
     pub fn timeline(&self, title: &str) -> Option<String> {
         let history = self.run.history.as_ref()?;

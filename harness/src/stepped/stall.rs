@@ -70,7 +70,8 @@ impl fmt::Display for Stall {
         write!(
             f,
             "STALL: a row lock held across a blocking acquire's sleep (specs/SEMANTICS.md 4.1: \
-             a waiter never delays the holder's renew): step {} ({}, {}) waited for step {} \
+             no row lock is held across a sleep, so a waiter never delays the holder's renew): \
+             step {} ({}, {}) waited for step {} \
              ({}, {}) while it slept in pg_sleep between probes of key {:?} (seen for at least \
              {:.0?}). The history alone is linearizable: the wait shows there only as a delay.",
             self.blocked,
