@@ -30,7 +30,7 @@ pub use plan::{
     PlanStrategy, PlanTree, KEYS, MAX_STEPS, PROCESSES,
 };
 pub use runner::{RunError, StepLog, StepOptions, Waiting};
-pub use stall::{judge, Sighting, Stall, StepFacts};
+pub use stall::{judge, Confirmed, Sighting, Stall, StepFacts};
 
 use crate::campaign::{self, install_target, Figures, InfraError, Outcome, Progress, Target};
 use crate::pg::Cluster;
@@ -304,16 +304,16 @@ async fn judge_run(
 fn stalls_of(outputs: &Outputs, confirm: Duration) -> Vec<Stall> {
     judge(&outputs.facts, &outputs.sightings, confirm)
         .into_iter()
-        .map(|(blocked, blocker, (first_seen, last_seen))| Stall {
-            key: outputs.facts[blocked].key.clone().unwrap_or_default(),
-            blocked,
-            blocked_op: outputs.logs[blocked].op,
-            blocker,
-            blocker_op: outputs.logs[blocker].op,
-            first_seen,
-            last_seen,
-            blocked_call: outputs.logs[blocked].what.clone(),
-            blocker_call: outputs.logs[blocker].what.clone(),
+        .map(|c| Stall {
+            key: outputs.facts[c.blocked].key.clone().unwrap_or_default(),
+            blocked: c.blocked,
+            blocked_op: outputs.logs[c.blocked].op,
+            blocker: c.blocker,
+            blocker_op: outputs.logs[c.blocker].op,
+            first_seen: c.first_seen,
+            last_seen: c.last_seen,
+            blocked_call: outputs.logs[c.blocked].what.clone(),
+            blocker_call: outputs.logs[c.blocker].what.clone(),
         })
         .collect()
 }

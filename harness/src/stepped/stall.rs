@@ -86,20 +86,23 @@ impl fmt::Display for Stall {
     }
 }
 
-/// The first and last sighting of one (blocked, blocker) pair.
-type Seen = (Duration, Duration);
+/// A pair of steps the sightings show stalled: `blocked` waited for `blocker` from at
+/// least `first_seen` to `last_seen`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Confirmed {
+    pub blocked: usize,
+    pub blocker: usize,
+    pub first_seen: Duration,
+    pub last_seen: Duration,
+}
 
 /// The stalls among `sightings`: a pair of steps counts when the blocked step calls the
 /// key the blocker's blocking acquire waits for, the blocker's transaction had not called
 /// that key before, and the pair was seen at least `confirm` apart (one snapshot may catch
 /// a waiter in the instant between rolling back a lost attempt and sleeping; a lock held
 /// across the sleep lasts the whole sleep). The result is ordered by the blocked step.
-pub fn judge(
-    steps: &[StepFacts],
-    sightings: &[Sighting],
-    confirm: Duration,
-) -> Vec<(usize, usize, Seen)> {
-    let mut pairs: BTreeMap<(usize, usize), Seen> = BTreeMap::new();
+pub fn judge(steps: &[StepFacts], sightings: &[Sighting], confirm: Duration) -> Vec<Confirmed> {
+    let mut pairs: BTreeMap<(usize, usize), (Duration, Duration)> = BTreeMap::new();
     for s in sightings {
         let seen = pairs.entry((s.blocked, s.blocker)).or_insert((s.at, s.at));
         seen.0 = seen.0.min(s.at);
@@ -107,11 +110,16 @@ pub fn judge(
     }
     pairs
         .into_iter()
-        .filter(|((blocked, blocker), (first, last))| {
-            last.saturating_sub(*first) >= confirm
-                && lock_held_across_sleep(steps, *blocked, *blocker)
+        .map(|((blocked, blocker), (first_seen, last_seen))| Confirmed {
+            blocked,
+            blocker,
+            first_seen,
+            last_seen,
         })
-        .map(|((blocked, blocker), seen)| (blocked, blocker, seen))
+        .filter(|c| {
+            c.last_seen.saturating_sub(c.first_seen) >= confirm
+                && lock_held_across_sleep(steps, c.blocked, c.blocker)
+        })
         .collect()
 }
 
@@ -161,7 +169,13 @@ mod tests {
     fn a_call_blocked_by_a_sleeping_waiter_of_its_key_is_a_stall() {
         let steps = [call("k"), waiter("k"), call("k")];
         let found = judge(&steps, &seen(2, 1, &[100, 130]), MS(20));
-        assert_eq!(found, vec![(2, 1, (MS(100), MS(130)))]);
+        let want = Confirmed {
+            blocked: 2,
+            blocker: 1,
+            first_seen: MS(100),
+            last_seen: MS(130),
+        };
+        assert_eq!(found, vec![want]);
     }
 
     #[test]
