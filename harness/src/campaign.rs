@@ -14,6 +14,7 @@
 use crate::extension::{ExtensionFiles, Mutant, StaleMutant, MUTANTS};
 use crate::pg::{Cluster, PgError};
 use crate::recorder::{Recorder, RecorderError, RecorderOptions, Session};
+use crate::stepped::Stall;
 use crate::workload::{owner_name, Memory, ProcessPlan, Step, Workload, WorkloadError};
 use model::checker::{Spent, Stats, Violation};
 use model::{Budget, CheckOptions, History, Verdict};
@@ -169,6 +170,13 @@ pub enum InfraError {
     Recorder(RecorderError),
     #[error("a campaign task failed: {0}")]
     Task(String),
+    /// A stepped plan could not be run to its end (a hang, a lost monitor, ...).
+    #[error(transparent)]
+    Stepped(crate::stepped::RunError),
+    #[error("cannot reset the stepped runs' database: {0}")]
+    Reset(#[source] tokio_postgres::Error),
+    #[error("invalid stepped plan: {0}")]
+    Plan(#[from] crate::stepped::PlanError),
 }
 
 /// How a campaign came out.
@@ -176,6 +184,9 @@ pub enum InfraError {
 pub enum Outcome {
     Linearizable(Stats),
     Violation(Box<Violation>),
+    /// A stepped run saw a call wait for a row lock a blocking acquire held across its
+    /// sleep: a finding the history alone cannot show (its answers are linearizable).
+    Stall(Box<Stall>),
     /// The check's budget ran out: never a pass.
     Unknown(Box<Spent>),
     /// The target answered outside the documented shape of its API (it cannot even be
@@ -194,23 +205,24 @@ impl Outcome {
         match self {
             Outcome::Linearizable(_) => "linearizable",
             Outcome::Violation(_) => "violation",
+            Outcome::Stall(_) => "stall",
             Outcome::Unknown(_) => "unknown",
             Outcome::Malformed { .. } => "malformed",
             Outcome::Infrastructure(_) => "infrastructure",
         }
     }
 
-    /// Exit status convention: 0 linearizable, 1 a finding (violation, malformed answer),
-    /// 2 unknown or an infrastructure failure.
+    /// Exit status convention: 0 linearizable, 1 a finding (violation, stall, malformed
+    /// answer), 2 unknown or an infrastructure failure.
     pub fn exit_code(&self) -> i32 {
         match self {
             Outcome::Linearizable(_) => 0,
-            Outcome::Violation(_) | Outcome::Malformed { .. } => 1,
+            Outcome::Violation(_) | Outcome::Stall(_) | Outcome::Malformed { .. } => 1,
             Outcome::Unknown(_) | Outcome::Infrastructure(_) => 2,
         }
     }
 
-    fn of(verdict: Verdict) -> Outcome {
+    pub(crate) fn of(verdict: Verdict) -> Outcome {
         match verdict {
             Verdict::Linearizable(s) => Outcome::Linearizable(s),
             Verdict::Violation(v) => Outcome::Violation(v),
@@ -224,6 +236,7 @@ impl fmt::Display for Outcome {
         match self {
             Outcome::Linearizable(s) => write!(f, "{}", Verdict::Linearizable(*s)),
             Outcome::Violation(v) => write!(f, "{v}"),
+            Outcome::Stall(s) => write!(f, "{s}"),
             Outcome::Unknown(s) => write!(f, "{}", Verdict::Unknown(s.clone())),
             Outcome::Malformed { call, detail } => write!(
                 f,
@@ -269,7 +282,7 @@ impl Figures {
         }
     }
 
-    fn of(history: &History) -> Figures {
+    pub(crate) fn of(history: &History) -> Figures {
         let processes: std::collections::BTreeSet<_> =
             history.ops.iter().map(|o| o.process).collect();
         Figures {
@@ -414,24 +427,33 @@ fn stopped_by(e: Stopped) -> Outcome {
     }
 }
 
-/// Installs the target into a fresh database and opens the recorder on it.
-async fn prepare(cluster: &Cluster, campaign: &Campaign) -> Result<Recorder, InfraError> {
-    campaign.workload.validate()?;
-    let target = campaign.target.to_string();
-    let files = campaign.target.files()?;
+/// Installs `target` into a fresh database of `cluster` named after `prefix`; its name.
+pub(crate) async fn install_target(
+    cluster: &Cluster,
+    target: Target,
+    prefix: &str,
+) -> Result<String, InfraError> {
+    let name = target.to_string();
+    let files = target.files()?;
     files
         .install(cluster.install())
         .map_err(|source| InfraError::Install {
-            target: target.clone(),
+            target: name.clone(),
             source,
         })?;
-    let db = cluster
-        .fresh_database_with("campaign", &files.name)
+    cluster
+        .fresh_database_with(prefix, &files.name)
         .await
         .map_err(|source| InfraError::Database {
-            target: target.clone(),
+            target: name,
             source,
-        })?;
+        })
+}
+
+/// Installs the target into a fresh database and opens the recorder on it.
+async fn prepare(cluster: &Cluster, campaign: &Campaign) -> Result<Recorder, InfraError> {
+    campaign.workload.validate()?;
+    let db = install_target(cluster, campaign.target, "campaign").await?;
     let options = RecorderOptions {
         call_timeout: campaign.call_timeout,
         history_file: campaign.history_file.clone(),
@@ -568,11 +590,48 @@ pub fn history_file_from_env(label: &str, seed: u64) -> Option<PathBuf> {
     Some(PathBuf::from(dir).join(format!("{label}-{stamp}-seed{seed}.jsonl")))
 }
 
+/// What was run, as a verdict file states it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunFacts {
+    pub target: String,
+    /// The seed that repeats the run (none for a plan written by hand).
+    pub seed: Option<u64>,
+    /// `"free"` or `"stepped"`.
+    pub mode: &'static str,
+    pub length: serde_json::Value,
+    pub workload: serde_json::Value,
+}
+
+impl Campaign {
+    /// The facts of this campaign for its verdict file.
+    pub fn facts(&self) -> RunFacts {
+        RunFacts {
+            target: self.target.to_string(),
+            seed: Some(self.seed),
+            mode: "free",
+            length: match self.length {
+                Length::Ops(n) => serde_json::json!({"ops": n}),
+                Length::Time(t) => serde_json::json!({"seconds": t.as_secs_f64()}),
+            },
+            workload: self.workload.to_json(),
+        }
+    }
+}
+
 /// The verdict file of a campaign (`verdict.json`, specs/HISTORY.md "Verdict file"):
 /// what was run, how it came out, and the figures. `history` names the history file.
 pub fn verdict_json(
     report: &Report,
     campaign: &Campaign,
+    history: Option<&str>,
+) -> serde_json::Value {
+    verdict_json_of(report, &campaign.facts(), history)
+}
+
+/// The verdict file of any run: `facts` say what was run.
+pub fn verdict_json_of(
+    report: &Report,
+    facts: &RunFacts,
     history: Option<&str>,
 ) -> serde_json::Value {
     use serde_json::{json, Value};
@@ -592,6 +651,17 @@ pub fn verdict_json(
                 model::checker::FoundBy::Search => "search".to_string(),
             }),
         ),
+        Outcome::Stall(s) => (
+            Value::Null,
+            json!([s.key]),
+            json!([s.blocked_op, s.blocker_op]
+                .iter()
+                .flatten()
+                .collect::<Vec<_>>()),
+            Value::from(s.to_string()),
+            Value::Null,
+            Value::from("stepped:monitor"),
+        ),
         other => (
             Value::Null,
             json!([]),
@@ -608,10 +678,6 @@ pub fn verdict_json(
         Outcome::Linearizable(s) => (json!(s.partitions), json!(s.states)),
         Outcome::Unknown(s) => (json!(s.stats.partitions), json!(s.stats.states)),
         _ => (Value::Null, Value::Null),
-    };
-    let length = match campaign.length {
-        Length::Ops(n) => json!({"ops": n}),
-        Length::Time(t) => json!({"seconds": t.as_secs_f64()}),
     };
     json!({
         "format": "leasecheck-verdict",
@@ -638,12 +704,12 @@ pub fn verdict_json(
             "partitions": partitions,
             "search_states": states,
         },
-        "target": campaign.target.to_string(),
+        "target": facts.target,
         "postgres": report.postgres,
-        "seed": campaign.seed,
-        "mode": "free",
-        "length": length,
-        "workload": campaign.workload.to_json(),
+        "seed": facts.seed,
+        "mode": facts.mode,
+        "length": facts.length,
+        "workload": facts.workload,
         "history": history,
     })
 }
