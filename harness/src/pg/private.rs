@@ -56,7 +56,7 @@ fn make_copy(install: &PgInstall) -> Result<PgInstall> {
         bin_dir: relative(&bin),
         share_dir: relative(&share),
         version: install.version.clone(),
-        source: install.source.clone(),
+        source: install.source,
     })
 }
 
