@@ -14,6 +14,7 @@
 use crate::extension::{ExtensionFiles, Mutant, StaleMutant, MUTANTS};
 use crate::pg::{Cluster, PgError};
 use crate::recorder::{Recorder, RecorderError, RecorderOptions, Session};
+use crate::session::SessionSettings;
 use crate::workload::{owner_name, Memory, ProcessPlan, Step, Workload, WorkloadError};
 use model::checker::{Spent, Stats, Violation};
 use model::{Budget, CheckOptions, History, Verdict};
@@ -35,6 +36,12 @@ pub enum Target {
     PgLease,
     /// A SQL mutant of it ([`MUTANTS`]), installed as `pg_lease_<name>`.
     Mutant(&'static Mutant),
+    /// pg_lease as built here, installed under this extension name of its own (the
+    /// install's extension directory is shared with other checkouts, which rewrite
+    /// `pg_lease`'s files; [`ExtensionFiles::renamed`]).
+    Renamed(&'static str),
+    /// pg_lease 0.1.0 as released ([`ExtensionFiles::version_0_1_0`]).
+    Version010,
 }
 
 /// A target name that is neither `pg_lease` nor `mutant:<a known mutant>`.
@@ -80,6 +87,14 @@ impl fmt::Display for Target {
         match self {
             Target::PgLease => f.write_str(crate::extension::NAME),
             Target::Mutant(m) => write!(f, "mutant:{}", m.name),
+            Target::Renamed(name) => write!(f, "{} as {name}", crate::extension::NAME),
+            Target::Version010 => write!(
+                f,
+                "{} {} as {}",
+                crate::extension::NAME,
+                crate::extension::BASE_VERSION,
+                crate::extension::NAME_0_1_0
+            ),
         }
     }
 }
@@ -90,6 +105,16 @@ impl Target {
         match self {
             Target::PgLease => Ok(ExtensionFiles::pg_lease()),
             Target::Mutant(m) => ExtensionFiles::mutant(m),
+            Target::Renamed(name) => Ok(ExtensionFiles::renamed(name)),
+            Target::Version010 => Ok(ExtensionFiles::version_0_1_0()),
+        }
+    }
+
+    /// The `extversion` `CREATE EXTENSION` must install.
+    pub fn version(&self) -> &'static str {
+        match self {
+            Target::Version010 => crate::extension::BASE_VERSION,
+            _ => crate::extension::VERSION,
         }
     }
 }
@@ -116,6 +141,9 @@ pub struct Campaign {
     pub call_timeout: Duration,
     /// Where to keep the history (none: in memory only).
     pub history_file: Option<PathBuf>,
+    /// The session settings every process runs under (their setup SQL runs in the fresh
+    /// database before recording).
+    pub session: SessionSettings,
 }
 
 impl Campaign {
@@ -129,6 +157,7 @@ impl Campaign {
             budget: Budget::default(),
             call_timeout: Duration::from_secs(10),
             history_file: None,
+            session: SessionSettings::none(),
         }
     }
 }
@@ -164,6 +193,18 @@ pub enum InfraError {
         target: String,
         #[source]
         source: PgError,
+    },
+    #[error("CREATE EXTENSION for {target} installed version {found:?}, expected {expected} (another checkout rewrote the files?)")]
+    Version {
+        target: String,
+        expected: &'static str,
+        found: Option<String>,
+    },
+    #[error("the session setup of {target} failed: {source}")]
+    Setup {
+        target: String,
+        #[source]
+        source: tokio_postgres::Error,
     },
     #[error(transparent)]
     Recorder(RecorderError),
@@ -303,6 +344,8 @@ pub struct Report {
     pub figures: Figures,
     /// The PostgreSQL version of the cluster.
     pub postgres: String,
+    /// The database the campaign ran in (none when it could not be created).
+    pub database: Option<String>,
 }
 
 /// Counts the calls of a campaign and tells the processes when to stop.
@@ -342,15 +385,24 @@ impl Quota {
 /// Runs `campaign` on `cluster` and judges its history.
 pub async fn run(cluster: &Cluster, campaign: &Campaign, progress: Arc<dyn Progress>) -> Report {
     let postgres = cluster.install().version.full.clone();
-    let report = |outcome, history: Option<History>, figures| Report {
+    let mut database = None;
+    let report = |outcome, history: Option<History>, figures, database: &Option<String>| Report {
         outcome,
         history,
         figures,
         postgres: postgres.clone(),
+        database: database.clone(),
     };
-    let recorder = match prepare(cluster, campaign).await {
+    let recorder = match prepare(cluster, campaign, &mut database).await {
         Ok(r) => Arc::new(r),
-        Err(e) => return report(Outcome::Infrastructure(e), None, Figures::default()),
+        Err(e) => {
+            return report(
+                Outcome::Infrastructure(e),
+                None,
+                Figures::default(),
+                &database,
+            )
+        }
     };
     let started = Instant::now();
     let failure = record(&recorder, campaign, progress.clone()).await;
@@ -361,13 +413,14 @@ pub async fn run(cluster: &Cluster, campaign: &Campaign, progress: Arc<dyn Progr
             let history = finished.ok();
             let mut figures = history.as_ref().map(Figures::of).unwrap_or_default();
             figures.record_time = record_time;
-            return report(stopped_by(e), history, figures);
+            return report(stopped_by(e), history, figures, &database);
         }
         (None, Err(e)) => {
             return report(
                 Outcome::Infrastructure(InfraError::Recorder(e)),
                 None,
                 Figures::default(),
+                &database,
             )
         }
         (None, Ok(history)) => history,
@@ -387,11 +440,12 @@ pub async fn run(cluster: &Cluster, campaign: &Campaign, progress: Arc<dyn Progr
     .await;
     figures.check_time = checked.elapsed();
     match judged {
-        Ok((history, verdict)) => report(Outcome::of(verdict), Some(history), figures),
+        Ok((history, verdict)) => report(Outcome::of(verdict), Some(history), figures, &database),
         Err(e) => report(
             Outcome::Infrastructure(InfraError::Task(format!("the check: {e}"))),
             None,
             figures,
+            &database,
         ),
     }
 }
@@ -414,8 +468,14 @@ fn stopped_by(e: Stopped) -> Outcome {
     }
 }
 
-/// Installs the target into a fresh database and opens the recorder on it.
-async fn prepare(cluster: &Cluster, campaign: &Campaign) -> Result<Recorder, InfraError> {
+/// Installs the target into a fresh database (checking the version `CREATE EXTENSION`
+/// installed), runs the session setup there and opens the recorder on it; `database` is
+/// set as soon as the database exists.
+async fn prepare(
+    cluster: &Cluster,
+    campaign: &Campaign,
+    database: &mut Option<String>,
+) -> Result<Recorder, InfraError> {
     campaign.workload.validate()?;
     let target = campaign.target.to_string();
     let files = campaign.target.files()?;
@@ -432,10 +492,40 @@ async fn prepare(cluster: &Cluster, campaign: &Campaign) -> Result<Recorder, Inf
             target: target.clone(),
             source,
         })?;
+    *database = Some(db.clone());
+    let admin = cluster
+        .connect(&db)
+        .await
+        .map_err(|source| InfraError::Database {
+            target: target.clone(),
+            source,
+        })?;
+    let found = crate::extension::installed_version(&admin, &files.name)
+        .await
+        .map_err(|source| InfraError::Database {
+            target: target.clone(),
+            source: source.into(),
+        })?;
+    if found.as_deref() != Some(campaign.target.version()) {
+        return Err(InfraError::Version {
+            target,
+            expected: campaign.target.version(),
+            found,
+        });
+    }
+    campaign
+        .session
+        .run_setup(&admin)
+        .await
+        .map_err(|source| InfraError::Setup {
+            target: target.clone(),
+            source,
+        })?;
     let options = RecorderOptions {
         call_timeout: campaign.call_timeout,
         history_file: campaign.history_file.clone(),
         meta: meta(cluster, campaign),
+        session: campaign.session.clone(),
     };
     Recorder::new(cluster.config(&db), options).map_err(InfraError::Recorder)
 }
@@ -456,6 +546,7 @@ fn meta(cluster: &Cluster, campaign: &Campaign) -> BTreeMap<String, serde_json::
         ("mode".to_string(), "free".into()),
         ("length".to_string(), length),
         ("workload".to_string(), campaign.workload.to_json()),
+        ("session".to_string(), campaign.session.to_json()),
     ])
 }
 

@@ -15,5 +15,6 @@ pub mod installcheck;
 pub mod pg;
 pub mod recorder;
 pub mod security;
+pub mod session;
 pub mod timeline;
 pub mod workload;
