@@ -15,7 +15,7 @@ use crate::extension::{ExtensionFiles, Mutant, StaleMutant, MUTANTS};
 use crate::pg::{Cluster, PgError};
 use crate::recorder::{Recorder, RecorderError, RecorderOptions, Session};
 use crate::session::SessionSettings;
-use crate::workload::{owner_name, Memory, ProcessPlan, Step, Workload, WorkloadError};
+use crate::workload::{Memory, ProcessPlan, Step, Workload, WorkloadError};
 use model::checker::{Spent, Stats, Violation};
 use model::{Budget, CheckOptions, History, Verdict};
 use std::collections::BTreeMap;
@@ -614,7 +614,7 @@ impl Process {
     }
 
     async fn steps(&mut self) -> Result<(), RecorderError> {
-        let me = owner_name(self.slot);
+        let me = self.workload.owner(self.slot);
         loop {
             match self.plan.next(&self.workload, self.session.txn().is_some()) {
                 Step::Begin(isolation) => {
