@@ -12,6 +12,7 @@ pub mod extension;
 pub mod fate;
 pub mod fenced;
 pub mod installcheck;
+pub mod matrix;
 pub mod pg;
 pub mod recorder;
 pub mod security;
