@@ -1462,7 +1462,7 @@ impl Default for MatrixOptions {
     fn default() -> Self {
         MatrixOptions {
             size: CampaignSize::default(),
-            parallel: 4,
+            parallel: 3,
         }
     }
 }
