@@ -4,7 +4,7 @@
 //! call wrote (a transaction id), the error a failure carried, how long a call took.
 
 use super::script::{
-    acquire, call, execute, granted, inspect, not_granted, release, renew, Script,
+    acquire, attempt, call, execute, granted, inspect, not_granted, release, renew, Script,
 };
 use super::{pg, xid_assigned, CheckResult, Ctx, MS, S};
 use crate::pg::{Cluster, ClusterOptions};
@@ -279,7 +279,7 @@ pub(super) async fn wait_exhaustion_is_57014_and_distinct_from_a_cancel(
     call(&mut a, acquire("k", "a", S(60), Duration::ZERO)).await?;
     let exhausted = call(&mut b, acquire("k", "b", S(60), MS(300))).await?;
     execute(&b, "SET statement_timeout = '200ms'").await?;
-    let cancelled = call(&mut b, acquire("k", "b", S(60), S(10))).await?;
+    let cancelled = attempt(&mut b, acquire("k", "b", S(60), S(10))).await?;
     execute(&b, "RESET statement_timeout").await?;
     call(&mut b, inspect("k")).await?;
     script.judge().await?;

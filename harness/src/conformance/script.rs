@@ -124,10 +124,26 @@ impl Script {
     }
 }
 
-/// Runs `op` on the recorded session `s`; its record. A harness failure (no connection, a
-/// malformed answer) fails the check.
-pub(super) async fn call(s: &mut Session, op: Op<String, String>) -> Result<OpRecord, Failure> {
+/// Runs `op` on the recorded session `s`; its record, whatever came back. A harness
+/// failure (no connection, a malformed answer) fails the check.
+pub(super) async fn attempt(s: &mut Session, op: Op<String, String>) -> Result<OpRecord, Failure> {
     s.call(&op).await.map_err(|e| e.to_string())
+}
+
+/// Runs `op` on the recorded session `s`, which must answer: a result, or the wait
+/// timeout of a blocking acquire. Any other error stops the check with its SQLSTATE and
+/// message (the model allows a definite failure anywhere, as no effect, but the script
+/// documents a call that answers).
+pub(super) async fn call(s: &mut Session, op: Op<String, String>) -> Result<OpRecord, Failure> {
+    let record = attempt(s, op).await?;
+    match &record.result {
+        OpResult::Ok(_) => Ok(record),
+        _ if record.result.outcome() == Outcome::Timeout => Ok(record),
+        OpResult::Fail { sqlstate, message } => {
+            Err(format!("{:?} failed: {sqlstate}: {message}", record.call))
+        }
+        OpResult::Unknown { reason } => Err(format!("{:?} got no answer: {reason}", record.call)),
+    }
 }
 
 /// Runs a non-lease statement on the recorded session's connection.
