@@ -2,6 +2,8 @@
 
 mod check_cmd;
 mod check_history_cmd;
+mod gate;
+mod image_cmd;
 mod model_cmd;
 
 use anyhow::{bail, Context};
@@ -38,6 +40,12 @@ enum Command {
     /// Run a free-running campaign against a throwaway cluster and judge its history: exit 0
     /// linearizable, 1 violation, 2 unknown or infrastructure failure.
     Check(check_cmd::CheckArgs),
+    /// The correctness gate: every suite against a build of pg_lease on each major; exit 0
+    /// all passed, 1 a finding, 2 an infrastructure error without a finding.
+    Gate(gate::GateArgs),
+    /// Build the container images of the gate's container backend, offline from registries.
+    #[command(subcommand)]
+    Image(image_cmd::ImageCommand),
 }
 
 #[derive(Debug, clap::Args, Default)]
@@ -76,6 +84,7 @@ fn main() {
         Command::CheckHistory(_) => check_history_cmd::EXIT_UNREADABLE,
         // A campaign that could not run is no finding about the target.
         Command::Check(_) => check_cmd::EXIT_INFRASTRUCTURE,
+        Command::Gate(_) => gate::EXIT_INFRASTRUCTURE,
         _ => EXIT_FAILED,
     };
     match real_main(command) {
@@ -117,6 +126,8 @@ fn real_main(command: Command) -> anyhow::Result<i32> {
         Command::Model(args) => model_cmd::run(&args).map(|()| EXIT_OK),
         Command::CheckHistory(args) => check_history_cmd::run(&args),
         Command::Check(args) => check_cmd::run(&args),
+        Command::Gate(args) => gate::run(&args),
+        Command::Image(command) => image_cmd::run(&command).map(|()| EXIT_OK),
     }
 }
 
