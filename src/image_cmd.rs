@@ -88,7 +88,7 @@ fn build(args: &BuildArgs) -> anyhow::Result<()> {
     write_context(context.path(), args.major)?;
     streamed(
         Command::new("docker")
-            .args(["build", "--progress=plain", "-t", &name])
+            .args(["build", "-t", &name])
             .arg(context.path()),
         &format!("building {name}"),
     )?;

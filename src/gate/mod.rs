@@ -323,13 +323,15 @@ impl LocalMajor<'_> {
         let mut results = Vec::new();
         for suite in self.suites {
             let result = suite.run(&ctx).await;
-            bar.println(format!(
-                "PG {} {:<14} {} ({:.0}s)",
-                self.major,
-                result.suite,
-                result.status.word(),
-                result.seconds
-            ));
+            bar.suspend(|| {
+                println!(
+                    "PG {} {:<14} {} ({:.0}s)",
+                    self.major,
+                    result.suite,
+                    result.status.word(),
+                    result.seconds
+                )
+            });
             results.push(result);
         }
         let postgres = Some(install.version.full.clone());
