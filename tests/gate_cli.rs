@@ -186,7 +186,10 @@ fn a_mutant_given_as_sql_fails_the_gate_naming_the_invariant() {
             "{name}: expected a failure of {invariant}: {problems:#?}"
         );
         assert!(
-            junit.contains(&format!("<failure type=\"{}\"", invariant.replace('\'', "&#39;"))),
+            junit.contains(&format!(
+                "<failure type=\"{}\"",
+                invariant.replace('\'', "&#39;")
+            )),
             "{name}: {junit}"
         );
     }
@@ -259,4 +262,50 @@ fn the_github_workflow_runs_the_gate_on_14_and_15_and_uploads_the_report() {
         Some("gate-report-pg${{ matrix.pg }}")
     );
     assert_eq!(upload["if"].as_str(), Some("always()"));
+}
+
+/// The container backend on PG 15: the image is built offline from registries (cached by
+/// its tag: about 3 minutes the first time on a fresh machine, then nothing), the gate runs
+/// inside a container of it and its report comes back; no container is left. The
+/// installcheck and campaign suites keep it near a minute.
+#[test]
+fn the_container_backend_gates_pg_15_and_leaves_no_container() {
+    let (code, out) = leasecheck(&["image", "build", "--pg", "15"]);
+    assert_eq!(code, 0, "{out}");
+    let report = tempfile::tempdir().unwrap();
+    let dir = report.path().to_str().unwrap();
+    let (code, out) = leasecheck(&[
+        "gate",
+        "--backend",
+        "container",
+        "--pg",
+        "15",
+        "--quick",
+        "--seed",
+        "5",
+        "--suite",
+        "installcheck",
+        "--suite",
+        "campaign",
+        "--report",
+        dir,
+    ]);
+    println!("{out}");
+    let summary = summary(report.path());
+    assert_eq!(not_passed(&summary), vec![], "{out}");
+    assert_eq!(code, 0, "{out}");
+    let major = &summary["majors"][0];
+    assert_eq!(major["backend"], "container");
+    assert!(
+        major["postgres"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("15.")),
+        "{major}"
+    );
+    let left = Command::new("docker")
+        .args(["ps", "-aq", "--filter", "label=org.leasecheck.gate"])
+        .output()
+        .expect("docker runs");
+    let left = String::from_utf8_lossy(&left.stdout).trim().to_string();
+    assert_eq!(left, "", "containers left behind");
 }

@@ -108,7 +108,13 @@ fn inputs(args: &GateArgs) -> anyhow::Result<(Vec<Mount>, Vec<String>)> {
     let mut options = Vec::new();
     let absolute =
         |p: &Path| std::fs::canonicalize(p).with_context(|| format!("reading {}", p.display()));
-    if let Some(dir) = &args.extension {
+    // Without a build given, this checkout's extension/ is the build.
+    let own = std::fs::canonicalize(harness::installcheck::default_extension_dir()).ok();
+    let extension = args
+        .extension
+        .clone()
+        .or_else(|| args.extension_sql.is_none().then(|| own.clone()).flatten());
+    if let Some(dir) = &extension {
         mounts.push(read_only(&absolute(dir)?, &format!("{INPUT}/extension")));
         options.extend(["--extension".to_string(), format!("{INPUT}/extension")]);
     }
@@ -130,12 +136,9 @@ fn inputs(args: &GateArgs) -> anyhow::Result<(Vec<Mount>, Vec<String>)> {
             format!("{INPUT}/{control_name}"),
         ]);
     }
-    // This checkout's extension/ (the default build and the PGXS suites), at the same path.
-    if let Ok(own) = std::fs::canonicalize(harness::installcheck::default_extension_dir()) {
-        let inside = harness::installcheck::default_extension_dir()
-            .display()
-            .to_string();
-        mounts.push(read_only(&own, &inside));
+    if let Some(tests) = super::tests_dir(args) {
+        mounts.push(read_only(&absolute(&tests)?, &format!("{INPUT}/tests")));
+        options.extend(["--tests".to_string(), format!("{INPUT}/tests")]);
     }
     Ok((mounts, options))
 }
@@ -199,10 +202,13 @@ async fn run_major(
 
 /// Prints the container's output as it comes, until it exits.
 async fn follow(container: &ContainerAsync<GenericImage>, major: u32) -> anyhow::Result<()> {
-    let mut lines = container.stdout(true).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        println!("  [pg{major}] {line}");
-    }
+    let print = |stream: std::pin::Pin<Box<dyn tokio::io::AsyncBufRead + Send>>| async move {
+        let mut lines = stream.lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            println!("  [pg{major}] {line}");
+        }
+    };
+    tokio::join!(print(container.stdout(true)), print(container.stderr(true)));
     loop {
         match container
             .exit_code()

@@ -63,6 +63,10 @@ pub struct GateArgs {
     /// The control file of --extension-sql.
     #[arg(long, requires = "extension_sql")]
     pub control: Option<PathBuf>,
+    /// The PGXS test sources (Makefile, sql/, expected/, specs/) of the installcheck suite
+    /// [default: --extension DIR when it has them, else this checkout's extension/].
+    #[arg(long)]
+    pub tests: Option<PathBuf>,
     /// PostgreSQL majors, comma separated, or `all` (14-18).
     #[arg(long = "pg", default_value = "15")]
     pub majors: String,
@@ -137,11 +141,11 @@ fn load_build(args: &GateArgs) -> anyhow::Result<Build> {
 }
 
 /// The PGXS test sources: the given directory when it has them, else this checkout's.
-fn tests_dir(args: &GateArgs) -> Option<PathBuf> {
+pub(crate) fn tests_dir(args: &GateArgs) -> Option<PathBuf> {
     let has_suites = |d: &Path| d.join("Makefile").is_file() && d.join("sql").is_dir();
-    args.extension
+    args.tests
         .clone()
-        .filter(|d| has_suites(d))
+        .or_else(|| args.extension.clone().filter(|d| has_suites(d)))
         .or_else(|| Some(harness::installcheck::default_extension_dir()).filter(|d| has_suites(d)))
 }
 
