@@ -24,7 +24,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the conformance suite against throwaway clusters (the default: PG 15).
+    /// Run the conformance suite against throwaway clusters.
     Run(RunArgs),
     /// Run the extension's PGXS suites (make installcheck) against throwaway clusters.
     Installcheck(InstallcheckArgs),
@@ -75,10 +75,14 @@ const EXIT_FAILED: i32 = 1;
 
 fn main() {
     let cli = Cli::parse();
-    let command = cli.command.unwrap_or(Command::Run(RunArgs {
-        majors: vec![15],
-        filter: None,
-    }));
+    // The default job is the gate with its defaults (this checkout's pg_lease, PG 15, local).
+    let command = match cli.command {
+        Some(command) => command,
+        None => match Cli::parse_from(["leasecheck", "gate"]).command {
+            Some(command) => command,
+            None => unreachable!("parsing `leasecheck gate` gives the gate command"),
+        },
+    };
     // An unreadable history is not a violation found in it: check-history keeps 1 for that.
     let failed = match command {
         Command::CheckHistory(_) => check_history_cmd::EXIT_UNREADABLE,

@@ -324,9 +324,9 @@ fn html_problems(run: &GateRun) -> String {
     for m in &run.majors {
         for s in &m.suites {
             for c in s.checks.iter().filter(|c| c.status != Status::Passed) {
-                let _ = write!(
+                let _ = writeln!(
                     out,
-                    "<h3 class=\"{}\">{} · PG {} · {} · {}</h3>\n",
+                    "<h3 class=\"{}\">{} · PG {} · {} · {}</h3>",
                     status_class(c.status),
                     c.status.word(),
                     m.major,
