@@ -451,3 +451,66 @@ fn write_if_changed(dir: &Path, name: &str, content: &str) -> Result<()> {
         err(e)
     })
 }
+
+#[cfg(test)]
+mod build_tests {
+    use super::*;
+
+    #[test]
+    fn a_build_directory_is_renamed_and_keeps_its_scripts_and_version() {
+        let build = Build::from_dir(&crate::installcheck::default_extension_dir()).unwrap();
+        assert_eq!(
+            (build.given.name.as_str(), build.version.as_str()),
+            (NAME, VERSION)
+        );
+        let names: Vec<&str> = build
+            .files
+            .scripts
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "pg_lease_under_test--0.1.0--0.2.0.sql",
+                "pg_lease_under_test--0.1.0.sql"
+            ]
+        );
+        let digests = build.script_digests();
+        assert_eq!(digests.len(), 2);
+        assert!(digests.iter().all(|(_, hex)| hex.len() == 64));
+    }
+
+    #[test]
+    fn a_directory_without_exactly_one_control_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            Build::from_dir(dir.path()),
+            Err(BuildError::Control { found: 0, .. })
+        ));
+        for name in ["a.control", "b.control"] {
+            std::fs::write(dir.path().join(name), "default_version = '1'\n").unwrap();
+        }
+        assert!(matches!(
+            Build::from_dir(dir.path()),
+            Err(BuildError::Control { found: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn one_install_script_is_installed_for_the_default_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sql, control) = (
+            dir.path().join("x.sql"),
+            dir.path().join("pg_lease.control"),
+        );
+        std::fs::write(&sql, "SELECT 1;\n").unwrap();
+        std::fs::write(&control, CONTROL).unwrap();
+        let build = Build::from_sql(&sql, &control).unwrap();
+        assert_eq!(build.given.scripts[0].0, format!("pg_lease--{VERSION}.sql"));
+        assert_eq!(
+            build.files.scripts[0].0,
+            format!("pg_lease_under_test--{VERSION}.sql")
+        );
+    }
+}
