@@ -26,16 +26,17 @@ const REPORT: &str = "/report";
 const INPUT: &str = "/gate";
 
 /// Runs every major in its own container; one result per major.
-pub fn run(args: &GateArgs, majors: &[u32], seed: u64) -> anyhow::Result<Vec<MajorResult>> {
+pub fn run(
+    args: &GateArgs,
+    majors: &[u32],
+    seed: u64,
+    report_root: &Path,
+) -> anyhow::Result<Vec<MajorResult>> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let report_root = match &args.report {
-        Some(dir) => dir.clone(),
-        None => std::env::temp_dir().join(format!("leasecheck-gate-{}", std::process::id())),
-    };
     let mut results = Vec::new();
     for &major in majors {
         let dir_name = format!("container-pg{major}");

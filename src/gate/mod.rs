@@ -179,9 +179,19 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
     }
     let started = chrono::Utc::now();
     let clock = Instant::now();
+    // Without --report the run's files (histories, timelines) go to a directory removed
+    // at the end.
+    let scratch = tempfile::Builder::new()
+        .prefix("leasecheck-gate-")
+        .tempdir()
+        .context("creating a scratch directory")?;
+    let report_dir = args
+        .report
+        .clone()
+        .unwrap_or_else(|| scratch.path().to_path_buf());
     let results = match args.backend {
-        Backend::Local => run_local(args, build, &majors, seed)?,
-        Backend::Container => container::run(args, &majors, seed)?,
+        Backend::Local => run_local(args, build, &majors, seed, &report_dir)?,
+        Backend::Container => container::run(args, &majors, seed, &report_dir)?,
     };
     let run = GateRun {
         schema: outcome::SCHEMA,
@@ -238,6 +248,7 @@ fn run_local(
     build: &'static Build,
     majors: &[u32],
     seed: u64,
+    report_dir: &Path,
 ) -> anyhow::Result<Vec<MajorResult>> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
@@ -245,9 +256,6 @@ fn run_local(
         .build()
         .context("starting the async runtime")?;
     let selected = select_suites(&args.suites)?;
-    let report_dir = args.report.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("leasecheck-gate-{}", std::process::id()))
-    });
     let mut results = Vec::new();
     for &major in majors {
         let bar = spinner();
@@ -258,7 +266,7 @@ fn run_local(
             size: args.size(),
             suites: &selected,
             tests_dir: tests_dir(args),
-            report_dir: &report_dir,
+            report_dir,
         };
         let result = runtime.block_on(local.run(&bar));
         bar.finish_and_clear();
