@@ -311,7 +311,7 @@ impl RunFiles {
         let (Some(history), true) = (report.history.as_ref(), asked || finding) else {
             return Ok(None);
         };
-        let from_outcome = outcome_verdict(&report.outcome);
+        let from_outcome = report.outcome.verdict();
         let Some(verdict) = verdict.or(from_outcome.as_ref()) else {
             return Ok(None);
         };
@@ -358,15 +358,5 @@ impl RunFiles {
             shown(VERDICT),
             shown(TIMELINE)
         );
-    }
-}
-
-/// The checker's verdict an outcome carries, if it carries one.
-fn outcome_verdict(outcome: &campaign::Outcome) -> Option<model::Verdict> {
-    match outcome {
-        campaign::Outcome::Linearizable(s) => Some(model::Verdict::Linearizable(*s)),
-        campaign::Outcome::Violation(v) => Some(model::Verdict::Violation(v.clone())),
-        campaign::Outcome::Unknown(s) => Some(model::Verdict::Unknown(s.clone())),
-        _ => None,
     }
 }

@@ -2,6 +2,8 @@
 
 mod check_cmd;
 mod check_history_cmd;
+mod gate;
+mod image_cmd;
 mod model_cmd;
 
 use anyhow::{bail, Context};
@@ -22,7 +24,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the conformance suite against throwaway clusters (the default: PG 15).
+    /// Run the conformance suite against throwaway clusters.
     Run(RunArgs),
     /// Run the extension's PGXS suites (make installcheck) against throwaway clusters.
     Installcheck(InstallcheckArgs),
@@ -38,6 +40,12 @@ enum Command {
     /// Run a free-running campaign against a throwaway cluster and judge its history: exit 0
     /// linearizable, 1 violation, 2 unknown or infrastructure failure.
     Check(check_cmd::CheckArgs),
+    /// The correctness gate: every suite against a build of pg_lease on each major; exit 0
+    /// all passed, 1 a finding, 2 an infrastructure error without a finding.
+    Gate(gate::GateArgs),
+    /// Build the container images of the gate's container backend, offline from registries.
+    #[command(subcommand)]
+    Image(image_cmd::ImageCommand),
 }
 
 #[derive(Debug, clap::Args, Default)]
@@ -67,15 +75,20 @@ const EXIT_FAILED: i32 = 1;
 
 fn main() {
     let cli = Cli::parse();
-    let command = cli.command.unwrap_or(Command::Run(RunArgs {
-        majors: vec![15],
-        filter: None,
-    }));
+    // The default job is the gate with its defaults (this checkout's pg_lease, PG 15, local).
+    let command = match cli.command {
+        Some(command) => command,
+        None => match Cli::parse_from(["leasecheck", "gate"]).command {
+            Some(command) => command,
+            None => unreachable!("parsing `leasecheck gate` gives the gate command"),
+        },
+    };
     // An unreadable history is not a violation found in it: check-history keeps 1 for that.
     let failed = match command {
         Command::CheckHistory(_) => check_history_cmd::EXIT_UNREADABLE,
         // A campaign that could not run is no finding about the target.
         Command::Check(_) => check_cmd::EXIT_INFRASTRUCTURE,
+        Command::Gate(_) => gate::EXIT_INFRASTRUCTURE,
         _ => EXIT_FAILED,
     };
     match real_main(command) {
@@ -117,6 +130,8 @@ fn real_main(command: Command) -> anyhow::Result<i32> {
         Command::Model(args) => model_cmd::run(&args).map(|()| EXIT_OK),
         Command::CheckHistory(args) => check_history_cmd::run(&args),
         Command::Check(args) => check_cmd::run(&args),
+        Command::Gate(args) => gate::run(&args),
+        Command::Image(command) => image_cmd::run(&command).map(|()| EXIT_OK),
     }
 }
 

@@ -11,7 +11,7 @@
 //! could not be installed, a session could not connect, a harness bug). An infrastructure
 //! failure is never a violation.
 
-use crate::extension::{ExtensionFiles, Mutant, StaleMutant, MUTANTS};
+use crate::extension::{Build, ExtensionFiles, Mutant, StaleMutant, MUTANTS};
 use crate::pg::{Cluster, PgError};
 use crate::recorder::{Recorder, RecorderError, RecorderOptions, Session};
 use crate::session::SessionSettings;
@@ -43,6 +43,9 @@ pub enum Target {
     Renamed(&'static str),
     /// pg_lease 0.1.0 as released ([`ExtensionFiles::version_0_1_0`]).
     Version010,
+    /// A user's build of pg_lease (`leasecheck gate --extension ...`), installed under
+    /// [`Build::INSTALLED_NAME`].
+    Build(&'static Build),
 }
 
 /// A target name that is neither `pg_lease` nor `mutant:<a known mutant>`.
@@ -96,6 +99,11 @@ impl fmt::Display for Target {
                 crate::extension::BASE_VERSION,
                 crate::extension::NAME_0_1_0
             ),
+            Target::Build(b) => write!(
+                f,
+                "{} {} (given files) as {}",
+                b.given.name, b.version, b.files.name
+            ),
         }
     }
 }
@@ -108,6 +116,7 @@ impl Target {
             Target::Mutant(m) => ExtensionFiles::mutant(m),
             Target::Renamed(name) => Ok(ExtensionFiles::renamed(name)),
             Target::Version010 => Ok(ExtensionFiles::version_0_1_0()),
+            Target::Build(b) => Ok(b.files.clone()),
         }
     }
 
@@ -115,6 +124,7 @@ impl Target {
     pub fn version(&self) -> &'static str {
         match self {
             Target::Version010 => crate::extension::BASE_VERSION,
+            Target::Build(b) => &b.version,
             _ => crate::extension::VERSION,
         }
     }
@@ -260,6 +270,16 @@ impl Outcome {
             Outcome::Linearizable(_) => 0,
             Outcome::Violation(_) | Outcome::Stall(_) | Outcome::Malformed { .. } => 1,
             Outcome::Unknown(_) | Outcome::Infrastructure(_) => 2,
+        }
+    }
+
+    /// The checker's verdict the outcome carries, if it carries one.
+    pub fn verdict(&self) -> Option<Verdict> {
+        match self {
+            Outcome::Linearizable(s) => Some(Verdict::Linearizable(*s)),
+            Outcome::Violation(v) => Some(Verdict::Violation(v.clone())),
+            Outcome::Unknown(s) => Some(Verdict::Unknown(s.clone())),
+            _ => None,
         }
     }
 

@@ -94,6 +94,170 @@ impl ExtensionFiles {
     }
 }
 
+/// A build of the extension that is not this checkout's: a directory with one control file
+/// and its `<name>--*.sql` scripts, or one install script with a control file.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{dir}: expected exactly one .control file, found {found}")]
+    Control {
+        dir: std::path::PathBuf,
+        found: usize,
+    },
+    #[error("{dir}: no script {name}--*.sql next to {name}.control")]
+    NoScripts {
+        dir: std::path::PathBuf,
+        name: String,
+    },
+    #[error("{path}: no default_version = '...' line")]
+    NoDefaultVersion { path: std::path::PathBuf },
+    #[error("{path}: the control file's name must be <extension>.control")]
+    ControlName { path: std::path::PathBuf },
+}
+
+/// A user's build of the extension: its files as given, renamed to an extension name of
+/// its own so nothing this harness installs (pg_lease as shipped) can replace them.
+#[derive(Debug, Clone)]
+pub struct Build {
+    /// The files under their given names (what the digests are of).
+    pub given: ExtensionFiles,
+    /// The same files under [`Build::INSTALLED_NAME`].
+    pub files: ExtensionFiles,
+    /// The control file's `default_version`: what `CREATE EXTENSION` must install.
+    pub version: String,
+}
+
+impl Build {
+    /// The extension name a build is installed under.
+    pub const INSTALLED_NAME: &'static str = "pg_lease_under_test";
+
+    /// The control file and `<name>--*.sql` scripts of `dir`.
+    pub fn from_dir(dir: &Path) -> Result<Build, BuildError> {
+        let read_err = |source| BuildError::Read {
+            path: dir.to_path_buf(),
+            source,
+        };
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .map_err(read_err)?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let controls: Vec<&String> = names.iter().filter(|n| n.ends_with(".control")).collect();
+        let [control] = controls.as_slice() else {
+            return Err(BuildError::Control {
+                dir: dir.to_path_buf(),
+                found: controls.len(),
+            });
+        };
+        let name = control.trim_end_matches(".control").to_string();
+        let prefix = format!("{name}--");
+        let mut scripts = Vec::new();
+        for file in names
+            .iter()
+            .filter(|n| n.starts_with(&prefix) && n.ends_with(".sql"))
+        {
+            scripts.push((file.clone(), read(&dir.join(file))?));
+        }
+        if scripts.is_empty() {
+            return Err(BuildError::NoScripts {
+                dir: dir.to_path_buf(),
+                name,
+            });
+        }
+        let control_text = read(&dir.join(control.as_str()))?;
+        Build::new(name, control_text, scripts, &dir.join(control.as_str()))
+    }
+
+    /// One install script (`CREATE EXTENSION` runs it for the control file's
+    /// `default_version`) and the control file.
+    pub fn from_sql(sql: &Path, control: &Path) -> Result<Build, BuildError> {
+        let name = control
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".control"))
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| BuildError::ControlName {
+                path: control.to_path_buf(),
+            })?
+            .to_string();
+        let control_text = read(control)?;
+        let version =
+            default_version(&control_text).ok_or_else(|| BuildError::NoDefaultVersion {
+                path: control.to_path_buf(),
+            })?;
+        let script = (format!("{name}--{version}.sql"), read(sql)?);
+        Build::new(name, control_text, vec![script], control)
+    }
+
+    fn new(
+        name: String,
+        control: String,
+        scripts: Vec<(String, String)>,
+        control_path: &Path,
+    ) -> Result<Build, BuildError> {
+        let version = default_version(&control).ok_or_else(|| BuildError::NoDefaultVersion {
+            path: control_path.to_path_buf(),
+        })?;
+        let given = ExtensionFiles {
+            name: name.clone(),
+            control,
+            scripts,
+        };
+        let files = ExtensionFiles {
+            name: Build::INSTALLED_NAME.to_string(),
+            control: given.control.clone(),
+            scripts: given
+                .scripts
+                .iter()
+                .map(|(file, text)| {
+                    let rest = file.strip_prefix(name.as_str()).unwrap_or(file);
+                    (format!("{}{rest}", Build::INSTALLED_NAME), text.clone())
+                })
+                .collect(),
+        };
+        Ok(Build {
+            given,
+            files,
+            version,
+        })
+    }
+
+    /// SHA-256 (hex) of each script as given, with its file name, in name order.
+    pub fn script_digests(&self) -> Vec<(String, String)> {
+        use sha2::{Digest, Sha256};
+        self.given
+            .scripts
+            .iter()
+            .map(|(file, text)| {
+                let digest = Sha256::digest(text.as_bytes());
+                let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+                (file.clone(), hex)
+            })
+            .collect()
+    }
+}
+
+fn read(path: &Path) -> Result<String, BuildError> {
+    fs::read_to_string(path).map_err(|source| BuildError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The `default_version` of a control file's text.
+pub fn default_version(control: &str) -> Option<String> {
+    control.lines().find_map(|line| {
+        let (key, value) = line.split_once('=')?;
+        (key.trim() == "default_version").then(|| value.trim().trim_matches('\'').to_string())
+    })
+}
+
 /// A deliberately broken pg_lease, used as a negative control: the checks
 /// named in `caught_by` must fail against it.
 #[derive(Debug, Clone, Copy)]
@@ -275,7 +439,10 @@ fn write_if_changed(dir: &Path, name: &str, content: &str) -> Result<()> {
         source,
     };
     fs::create_dir_all(dir).map_err(err)?;
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    // Unique per process and per write: test threads of one process install concurrently.
+    static NEXT_TMP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT_TMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
     fs::write(&tmp, content).map_err(err)?;
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(&tmp, fs::Permissions::from_mode(0o644)).map_err(err)?;
@@ -283,4 +450,67 @@ fn write_if_changed(dir: &Path, name: &str, content: &str) -> Result<()> {
         let _ = fs::remove_file(&tmp);
         err(e)
     })
+}
+
+#[cfg(test)]
+mod build_tests {
+    use super::*;
+
+    #[test]
+    fn a_build_directory_is_renamed_and_keeps_its_scripts_and_version() {
+        let build = Build::from_dir(&crate::installcheck::default_extension_dir()).unwrap();
+        assert_eq!(
+            (build.given.name.as_str(), build.version.as_str()),
+            (NAME, VERSION)
+        );
+        let names: Vec<&str> = build
+            .files
+            .scripts
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "pg_lease_under_test--0.1.0--0.2.0.sql",
+                "pg_lease_under_test--0.1.0.sql"
+            ]
+        );
+        let digests = build.script_digests();
+        assert_eq!(digests.len(), 2);
+        assert!(digests.iter().all(|(_, hex)| hex.len() == 64));
+    }
+
+    #[test]
+    fn a_directory_without_exactly_one_control_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            Build::from_dir(dir.path()),
+            Err(BuildError::Control { found: 0, .. })
+        ));
+        for name in ["a.control", "b.control"] {
+            std::fs::write(dir.path().join(name), "default_version = '1'\n").unwrap();
+        }
+        assert!(matches!(
+            Build::from_dir(dir.path()),
+            Err(BuildError::Control { found: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn one_install_script_is_installed_for_the_default_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sql, control) = (
+            dir.path().join("x.sql"),
+            dir.path().join("pg_lease.control"),
+        );
+        std::fs::write(&sql, "SELECT 1;\n").unwrap();
+        std::fs::write(&control, CONTROL).unwrap();
+        let build = Build::from_sql(&sql, &control).unwrap();
+        assert_eq!(build.given.scripts[0].0, format!("pg_lease--{VERSION}.sql"));
+        assert_eq!(
+            build.files.scripts[0].0,
+            format!("pg_lease_under_test--{VERSION}.sql")
+        );
+    }
 }

@@ -9,8 +9,10 @@
 
 use crate::pg::{Cluster, PgError, Result};
 use std::fs;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// The result of one `make installcheck`.
 #[derive(Debug, Clone)]
@@ -80,6 +82,20 @@ pub fn run_against(
     extension_dir: &Path,
     extension: &str,
 ) -> Result<InstallcheckReport> {
+    run_within(cluster, extension_dir, extension, DEFAULT_TIMEOUT)
+}
+
+/// Both suites take under a minute on this machine; ten minutes only bounds a hang.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Like [`run_against`], ended after `timeout`: a hang is [`PgError::Hung`], naming the
+/// test pg_regress or isolationtester was running (the last line of make's output).
+pub fn run_within(
+    cluster: &Cluster,
+    extension_dir: &Path,
+    extension: &str,
+    timeout: Duration,
+) -> Result<InstallcheckReport> {
     let pg_config = find_pgxs_pg_config(cluster)?;
     let work = tempfile::Builder::new()
         .prefix("leasecheck-installcheck-")
@@ -89,7 +105,12 @@ pub fn run_against(
     if extension != crate::extension::NAME {
         rename_extension(work.path(), extension)?;
     }
-    let out = Command::new("make")
+    let log_path = work.path().join("installcheck.log");
+    let log = fs::File::create(&log_path).map_err(|e| PgError::io("creating", &log_path, e))?;
+    let log_err = log
+        .try_clone()
+        .map_err(|e| PgError::io("opening", &log_path, e))?;
+    let child = Command::new("make")
         .arg("-C")
         .arg(work.path())
         .arg("installcheck")
@@ -99,15 +120,17 @@ pub fn run_against(
         .env("PGUSER", cluster.superuser())
         .env_remove("PGDATABASE")
         .env("LC_ALL", "C")
-        .output()
+        .stdin(std::process::Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        // Its own process group, so a hang can be ended with everything make started.
+        .process_group(0)
+        .spawn()
         .map_err(|e| PgError::io("running make (is it installed?)", "make", e))?;
-    let output = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let status = wait_within(child, timeout, &log_path)?;
+    let output = fs::read_to_string(&log_path).unwrap_or_default();
     let mut diffs = String::new();
-    if !out.status.success() {
+    if !status.success() {
         for name in ["regression.diffs", "output_iso/regression.diffs"] {
             if let Ok(text) = fs::read_to_string(work.path().join(name)) {
                 diffs.push_str(&format!("=== {name}\n{text}"));
@@ -116,9 +139,48 @@ pub fn run_against(
     }
     Ok(InstallcheckReport {
         server_version: cluster.install().version.full.clone(),
-        passed: out.status.success(),
+        passed: status.success(),
         output,
         diffs,
+    })
+}
+
+/// Waits for `child` until `timeout`; then kills its process group and reports the hang.
+fn wait_within(
+    mut child: std::process::Child,
+    timeout: Duration,
+    log_path: &Path,
+) -> Result<std::process::ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(status),
+            Ok(None) if Instant::now() < deadline => {
+                // Synchronous code on its own thread: polling is the simplest bounded wait.
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Ok(None) => break,
+            Err(e) => return Err(PgError::io("waiting for make", "make", e)),
+        }
+    }
+    // SAFETY: killpg only sends a signal; process_group(0) made make's pid its group id.
+    let pgid = child.id() as libc::pid_t;
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
+    }
+    let _ = child.wait();
+    let output = fs::read_to_string(log_path).unwrap_or_default();
+    let running = output
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("(no output)")
+        .trim()
+        .to_string();
+    Err(PgError::Hung {
+        what: "make installcheck".into(),
+        seconds: timeout.as_secs(),
+        detail: format!("it was at: {running}"),
     })
 }
 

@@ -79,6 +79,12 @@ pub enum PgError {
     StartFailed { status: String, log: String },
     #[error("postgres did not stop within {seconds}s")]
     StopTimeout { seconds: u64 },
+    #[error("{what} did not finish within {seconds}s and was ended; {detail}")]
+    Hung {
+        what: String,
+        seconds: u64,
+        detail: String,
+    },
     #[error("the cluster is not running")]
     NotRunning,
     #[error("the cluster is already running")]

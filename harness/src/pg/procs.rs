@@ -24,17 +24,38 @@ pub(crate) fn run_as() -> Result<Option<RunAs>> {
     let user = std::env::var("LEASECHECK_PG_USER").unwrap_or_else(|_| "postgres".to_string());
     let c_user = CString::new(user.clone())
         .map_err(|_| PgError::NoUnprivilegedUser { user: user.clone() })?;
-    // SAFETY: getpwnam with a valid C string; the result is copied out at once.
-    let pw = unsafe { libc::getpwnam(c_user.as_ptr()) };
-    if pw.is_null() {
-        return Err(PgError::NoUnprivilegedUser { user });
-    }
-    // SAFETY: pw is non-null and points to a valid passwd record.
-    let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
+    let (uid, gid) =
+        lookup_user(&c_user).ok_or_else(|| PgError::NoUnprivilegedUser { user: user.clone() })?;
     if uid == 0 {
         return Err(PgError::NoUnprivilegedUser { user });
     }
     Ok(Some(RunAs { uid, gid }))
+}
+
+/// The uid and gid of `user`, through the thread-safe `getpwnam_r` (test threads start
+/// clusters concurrently; `getpwnam` returns a static buffer).
+fn lookup_user(user: &CString) -> Option<(u32, u32)> {
+    let mut buf = vec![0 as libc::c_char; 1024];
+    loop {
+        // SAFETY: passwd is plain data that getpwnam_r fills in.
+        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: every pointer is valid for the call, buf for buf.len() bytes.
+        let rc = unsafe {
+            libc::getpwnam_r(
+                user.as_ptr(),
+                &mut pwd,
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut found,
+            )
+        };
+        if rc == libc::ERANGE && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 4, 0);
+            continue;
+        }
+        return (rc == 0 && !found.is_null()).then_some((pwd.pw_uid, pwd.pw_gid));
+    }
 }
 
 pub(crate) fn chown(path: &Path, who: RunAs) -> Result<()> {

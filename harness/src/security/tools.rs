@@ -82,11 +82,17 @@ impl ClientTools {
             });
         }
         for major in server + 1..=18 {
-            if let Ok(other) = PgInstall::find(major) {
-                tried.push(other.bin_dir.display().to_string());
-                if has_all(&other.bin_dir) {
+            // A server install of that major, or its client programs alone (Debian's
+            // postgresql-client-NN installs them without a server).
+            let dirs = PgInstall::find(major)
+                .map(|other| other.bin_dir)
+                .into_iter()
+                .chain([PathBuf::from(format!("/usr/lib/postgresql/{major}/bin"))]);
+            for dir in dirs {
+                tried.push(dir.display().to_string());
+                if has_all(&dir) {
                     return Ok(ClientTools {
-                        bin_dir: other.bin_dir,
+                        bin_dir: dir,
                         major,
                     });
                 }

@@ -1,0 +1,371 @@
+//! `leasecheck gate`: installs a build of pg_lease (a user's, or this checkout's) and runs
+//! every suite on every asked major, locally or each major in its own container; prints a
+//! summary table, writes the reports, and exits 0 only if everything passed.
+
+mod container;
+pub mod outcome;
+pub mod report;
+mod suites;
+
+use anyhow::{bail, Context};
+use harness::extension::Build;
+use harness::pg::{Cluster, ClusterOptions, PgInstall};
+use indicatif::{ProgressBar, ProgressStyle};
+use outcome::{CheckResult, GateRun, MajorResult, ScriptDigest, Status, SuiteResult};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Exit status: every suite passed on every major.
+pub const EXIT_PASSED: i32 = 0;
+/// Exit status: a finding about the extension (whatever else happened).
+pub const EXIT_FAILED: i32 = 1;
+/// Exit status: no finding, but something could not be run (no verdict).
+pub const EXIT_INFRASTRUCTURE: i32 = 2;
+
+/// Every major the gate knows how to get (the pinned fetch path covers 14-18).
+pub const ALL_MAJORS: &[u32] = &[14, 15, 16, 17, 18];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    /// Throwaway clusters on this machine.
+    Local,
+    /// Each major in its own container (images from `leasecheck image build`).
+    Container,
+}
+
+/// How much each suite runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Size {
+    Quick,
+    Full,
+}
+
+impl Size {
+    fn word(self) -> &'static str {
+        match self {
+            Size::Quick => "quick",
+            Size::Full => "full",
+        }
+    }
+}
+
+/// Run every suite against a build of pg_lease on PostgreSQL majors: exit 0 all passed,
+/// 1 a finding, 2 an infrastructure error without a finding.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GateArgs {
+    /// A directory with the extension's control file and scripts (and, for installcheck,
+    /// its Makefile, sql/, expected/, specs/) [default: this checkout's extension/].
+    #[arg(long, conflicts_with_all = ["extension_sql", "control"])]
+    pub extension: Option<PathBuf>,
+    /// One install script for the control file's default_version (with --control).
+    #[arg(long, requires = "control")]
+    pub extension_sql: Option<PathBuf>,
+    /// The control file of --extension-sql.
+    #[arg(long, requires = "extension_sql")]
+    pub control: Option<PathBuf>,
+    /// The PGXS test sources (Makefile, sql/, expected/, specs/) of the installcheck suite
+    /// [default: --extension DIR when it has them, else this checkout's extension/].
+    #[arg(long)]
+    pub tests: Option<PathBuf>,
+    /// PostgreSQL majors, comma separated, or `all` (14-18).
+    #[arg(long = "pg", default_value = "15")]
+    pub majors: String,
+    #[arg(long, value_enum, default_value_t = Backend::Local)]
+    pub backend: Backend,
+    /// Small sizes (the default): a few minutes per major.
+    #[arg(long, conflicts_with = "full")]
+    pub quick: bool,
+    /// Full sizes: longer campaigns, more stepped plans.
+    #[arg(long)]
+    pub full: bool,
+    /// Only these suites (repeatable) [default: all].
+    #[arg(long = "suite")]
+    pub suites: Vec<String>,
+    /// Where to write summary.json, junit.xml and index.html [default: none written].
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Seed of the campaigns and plans [default: from the clock, printed].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Container backend: the image repository (tag = major) [default: leasecheck-pg, or
+    /// postgres with --official-images].
+    #[arg(long)]
+    pub image: Option<String>,
+    /// Container backend: use the registry's official postgres:<major> images.
+    #[arg(long)]
+    pub official_images: bool,
+}
+
+impl GateArgs {
+    fn size(&self) -> Size {
+        if self.full {
+            Size::Full
+        } else {
+            Size::Quick
+        }
+    }
+}
+
+/// `14,15` or `all`.
+pub fn parse_majors(text: &str) -> anyhow::Result<Vec<u32>> {
+    if text.trim() == "all" {
+        return Ok(ALL_MAJORS.to_vec());
+    }
+    let mut majors = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let major: u32 = part
+            .parse()
+            .with_context(|| format!("--pg {text:?}: {part:?} is not a major version"))?;
+        if !ALL_MAJORS.contains(&major) {
+            bail!("--pg {text:?}: PostgreSQL {major} is not supported (14-18)");
+        }
+        if !majors.contains(&major) {
+            majors.push(major);
+        }
+    }
+    if majors.is_empty() {
+        bail!("--pg {text:?}: no major given");
+    }
+    Ok(majors)
+}
+
+/// The build under test, from the options.
+fn load_build(args: &GateArgs) -> anyhow::Result<Build> {
+    let build = match (&args.extension, &args.extension_sql, &args.control) {
+        (Some(dir), _, _) => Build::from_dir(dir)?,
+        (None, Some(sql), Some(control)) => Build::from_sql(sql, control)?,
+        _ => Build::from_dir(&harness::installcheck::default_extension_dir())
+            .context("no --extension given and this checkout's extension/ is not readable")?,
+    };
+    Ok(build)
+}
+
+/// The PGXS test sources: the given directory when it has them, else this checkout's.
+pub(crate) fn tests_dir(args: &GateArgs) -> Option<PathBuf> {
+    let has_suites = |d: &Path| d.join("Makefile").is_file() && d.join("sql").is_dir();
+    args.tests
+        .clone()
+        .or_else(|| args.extension.clone().filter(|d| has_suites(d)))
+        .or_else(|| Some(harness::installcheck::default_extension_dir()).filter(|d| has_suites(d)))
+}
+
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// Runs the gate; the exit status.
+pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
+    let majors = parse_majors(&args.majors)?;
+    let build: &'static Build = Box::leak(Box::new(load_build(args)?));
+    let seed = args.seed.unwrap_or_else(clock_seed);
+    println!(
+        "gate: {} {} (installed as {}), {} sizes, PostgreSQL {}, {:?} backend, seed {seed}",
+        build.given.name,
+        build.version,
+        build.files.name,
+        args.size().word(),
+        majors
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        args.backend
+    );
+    for (file, sha) in build.script_digests() {
+        println!("sha256 {sha}  {file}");
+    }
+    let started = chrono::Utc::now();
+    let clock = Instant::now();
+    // Without --report the run's files (histories, timelines) go to a directory removed
+    // at the end.
+    let scratch = tempfile::Builder::new()
+        .prefix("leasecheck-gate-")
+        .tempdir()
+        .context("creating a scratch directory")?;
+    let report_dir = args
+        .report
+        .clone()
+        .unwrap_or_else(|| scratch.path().to_path_buf());
+    let results = match args.backend {
+        Backend::Local => run_local(args, build, &majors, seed, &report_dir)?,
+        Backend::Container => container::run(args, &majors, seed, &report_dir)?,
+    };
+    let run = GateRun {
+        schema: outcome::SCHEMA,
+        leasecheck: env!("CARGO_PKG_VERSION").to_string(),
+        extension: build.given.name.clone(),
+        version: build.version.clone(),
+        scripts: build
+            .script_digests()
+            .into_iter()
+            .map(|(file, sha256)| ScriptDigest { file, sha256 })
+            .collect(),
+        size: args.size().word().to_string(),
+        started: started.to_rfc3339(),
+        seconds: clock.elapsed().as_secs_f64(),
+        status: GateRun::overall(&results),
+        majors: results,
+    };
+    finish(args, &run)
+}
+
+/// Prints the table and the problems, writes the reports; the exit status.
+fn finish(args: &GateArgs, run: &GateRun) -> anyhow::Result<i32> {
+    println!("\n{}", report::table(run));
+    print!("{}", report::problems(run));
+    if let Some(dir) = &args.report {
+        report::write_all(run, dir)?;
+        println!(
+            "report: {} ({}, {})",
+            dir.join(report::HTML).display(),
+            report::JUNIT,
+            report::SUMMARY
+        );
+    }
+    println!("gate: {}", run.status.word());
+    Ok(match run.status {
+        Status::Passed => EXIT_PASSED,
+        Status::Failed => EXIT_FAILED,
+        Status::Infrastructure => EXIT_INFRASTRUCTURE,
+    })
+}
+
+fn spinner() -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    if let Ok(style) = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}") {
+        bar.set_style(style);
+    }
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// Every selected suite on each major, on throwaway clusters here.
+fn run_local(
+    args: &GateArgs,
+    build: &'static Build,
+    majors: &[u32],
+    seed: u64,
+    report_dir: &Path,
+) -> anyhow::Result<Vec<MajorResult>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let selected = select_suites(&args.suites)?;
+    let mut results = Vec::new();
+    for &major in majors {
+        let bar = spinner();
+        let local = LocalMajor {
+            major,
+            build,
+            seed,
+            size: args.size(),
+            suites: &selected,
+            tests_dir: tests_dir(args),
+            report_dir,
+        };
+        let result = runtime.block_on(local.run(&bar));
+        bar.finish_and_clear();
+        println!("PG {major}: {}", result.status.word());
+        results.push(result);
+    }
+    Ok(results)
+}
+
+/// The suites named (all when none); an unknown name is refused.
+fn select_suites(names: &[String]) -> anyhow::Result<Vec<suites::Suite>> {
+    let all = suites::suites();
+    for name in names {
+        if !all.iter().any(|s| s.name == name) {
+            let known: Vec<&str> = all.iter().map(|s| s.name).collect();
+            bail!(
+                "unknown suite {name:?}: expected one of {}",
+                known.join(", ")
+            );
+        }
+    }
+    Ok(all
+        .into_iter()
+        .filter(|s| names.is_empty() || names.iter().any(|n| n == s.name))
+        .collect())
+}
+
+/// One major on the local backend.
+struct LocalMajor<'a> {
+    major: u32,
+    build: &'static Build,
+    seed: u64,
+    size: Size,
+    suites: &'a [suites::Suite],
+    tests_dir: Option<PathBuf>,
+    report_dir: &'a Path,
+}
+
+impl LocalMajor<'_> {
+    async fn run(&self, bar: &ProgressBar) -> MajorResult {
+        bar.set_message(format!(
+            "PG {}: finding or fetching PostgreSQL, starting a cluster",
+            self.major
+        ));
+        let start = Instant::now();
+        let server = tokio::task::block_in_place(|| self.start_server());
+        let (install, cluster) = match server {
+            Ok(pair) => pair,
+            Err(e) => {
+                let check = CheckResult::infrastructure("start", format!("{e:#}"), start.elapsed());
+                let suite = SuiteResult::of("server", vec![check], start.elapsed());
+                return MajorResult::of(self.major, None, "local", vec![suite]);
+            }
+        };
+        let ctx = suites::Ctx {
+            install: &install,
+            cluster: &cluster,
+            build: self.build,
+            size: self.size,
+            seed: self.seed,
+            out_dir: self.report_dir.join(format!("pg{}", self.major)),
+            report_dir: self.report_dir.to_path_buf(),
+            tests_dir: self.tests_dir.clone(),
+            bar,
+        };
+        let mut results = Vec::new();
+        for suite in self.suites {
+            let result = suite.run(&ctx).await;
+            bar.suspend(|| {
+                println!(
+                    "PG {} {:<14} {} ({:.0}s)",
+                    self.major,
+                    result.suite,
+                    result.status.word(),
+                    result.seconds
+                )
+            });
+            results.push(result);
+        }
+        let postgres = Some(install.version.full.clone());
+        drop(ctx);
+        tokio::task::block_in_place(|| drop(cluster));
+        MajorResult::of(self.major, postgres, "local", results)
+    }
+
+    /// This process's private copy of the major's install, with the build installed into
+    /// it, and a cluster on it.
+    fn start_server(&self) -> anyhow::Result<(PgInstall, Cluster)> {
+        let install = PgInstall::ensure(self.major)
+            .with_context(|| format!("finding or fetching PostgreSQL {}", self.major))?;
+        let options = ClusterOptions {
+            extensions: vec![
+                harness::extension::ExtensionFiles::pg_lease(),
+                self.build.files.clone(),
+            ],
+            ..ClusterOptions::default()
+        };
+        let cluster = Cluster::start_with(&install, options)
+            .with_context(|| format!("starting a PostgreSQL {} cluster", install.version))?;
+        Ok((install, cluster))
+    }
+}

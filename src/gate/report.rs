@@ -1,0 +1,350 @@
+//! The gate's outputs: the summary table on stdout, and in `--report DIR` the JSON summary
+//! (`summary.json`, specs/GATE.md), JUnit XML (`junit.xml`) and a self-contained HTML page
+//! (`index.html`) linking each failure's timeline.
+
+use super::outcome::{CheckResult, GateRun, Status};
+use anyhow::Context;
+use std::fmt::Write as _;
+use std::path::Path;
+
+pub const SUMMARY: &str = "summary.json";
+pub const JUNIT: &str = "junit.xml";
+pub const HTML: &str = "index.html";
+
+/// The summary table: a row per major, a column per suite (status and seconds).
+pub fn table(run: &GateRun) -> String {
+    let mut suites: Vec<&str> = Vec::new();
+    for m in &run.majors {
+        for s in &m.suites {
+            if !suites.contains(&s.suite.as_str()) {
+                suites.push(&s.suite);
+            }
+        }
+    }
+    let mut out = format!("{:<16}", "major");
+    for s in &suites {
+        let _ = write!(out, " | {s:<16}");
+    }
+    out.push_str(" | gate\n");
+    for m in &run.majors {
+        let label = format!("PG {}", m.postgres.as_deref().unwrap_or("?"));
+        let _ = write!(
+            out,
+            "{:<16}",
+            format!("{label} ({})", m.major)
+                .chars()
+                .take(16)
+                .collect::<String>()
+        );
+        for name in &suites {
+            let cell = m
+                .suites
+                .iter()
+                .find(|s| s.suite == *name)
+                .map(|s| format!("{} {:.0}s", s.status.word(), s.seconds))
+                .unwrap_or_else(|| "-".into());
+            let _ = write!(out, " | {cell:<16}");
+        }
+        let _ = writeln!(out, " | {}", m.status.word());
+    }
+    out
+}
+
+/// Every check that did not pass, with its reason: what to read after the table.
+pub fn problems(run: &GateRun) -> String {
+    let mut out = String::new();
+    for m in &run.majors {
+        for s in &m.suites {
+            for c in s.checks.iter().filter(|c| c.status != Status::Passed) {
+                let _ = writeln!(
+                    out,
+                    "{} PG {} {} / {}",
+                    c.status.word(),
+                    m.major,
+                    s.suite,
+                    c.name
+                );
+                if let Some(inv) = &c.invariant {
+                    let _ = writeln!(out, "    invariant: {inv}");
+                }
+                if let Some(t) = &c.timeline {
+                    let _ = writeln!(out, "    timeline: {t}");
+                }
+                for line in c.message.lines().take(30) {
+                    let _ = writeln!(out, "    {line}");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Writes the three report files into `dir`.
+pub fn write_all(run: &GateRun, dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let json = serde_json::to_string_pretty(run).context("encoding the summary")?;
+    write(dir, SUMMARY, &(json + "\n"))?;
+    write(dir, JUNIT, &junit(run))?;
+    write(dir, HTML, &html(run))
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> anyhow::Result<()> {
+    let path = dir.join(name);
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Reads a summary written by [`write_all`] (a container's run).
+pub fn read_summary(dir: &Path) -> anyhow::Result<GateRun> {
+    let path = dir.join(SUMMARY);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+fn xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            // XML 1.0 allows no other control characters.
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t') => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// JUnit XML: a testsuite per major and suite, a testcase per check; a finding is a
+/// `<failure>` whose message names the invariant, an infrastructure error an `<error>`.
+pub fn junit(run: &GateRun) -> String {
+    let count = |s: Status| {
+        run.majors
+            .iter()
+            .flat_map(|m| &m.suites)
+            .flat_map(|s| &s.checks)
+            .filter(|c| c.status == s)
+            .count()
+    };
+    let tests: usize = run
+        .majors
+        .iter()
+        .flat_map(|m| &m.suites)
+        .map(|s| s.checks.len())
+        .sum();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"leasecheck gate\" tests=\"{tests}\" failures=\"{}\" errors=\"{}\" time=\"{:.3}\">",
+        count(Status::Failed),
+        count(Status::Infrastructure),
+        run.seconds
+    );
+    for m in &run.majors {
+        for s in &m.suites {
+            let failed = s
+                .checks
+                .iter()
+                .filter(|c| c.status == Status::Failed)
+                .count();
+            let errors = s
+                .checks
+                .iter()
+                .filter(|c| c.status == Status::Infrastructure)
+                .count();
+            let _ = writeln!(
+                out,
+                "  <testsuite name=\"pg{}.{}\" tests=\"{}\" failures=\"{failed}\" errors=\"{errors}\" time=\"{:.3}\">",
+                m.major,
+                xml(&s.suite),
+                s.checks.len(),
+                s.seconds
+            );
+            for c in &s.checks {
+                out.push_str(&testcase(m.major, &s.suite, c));
+            }
+            out.push_str("  </testsuite>\n");
+        }
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+fn testcase(major: u32, suite: &str, c: &CheckResult) -> String {
+    let mut out = format!(
+        "    <testcase classname=\"pg{major}.{}\" name=\"{}\" time=\"{:.3}\"",
+        xml(suite),
+        xml(&c.name),
+        c.seconds
+    );
+    let first_line = c.message.lines().next().unwrap_or("");
+    match c.status {
+        Status::Passed => out.push_str("/>\n"),
+        Status::Failed => {
+            let message = match &c.invariant {
+                Some(inv) => format!("violates {inv}: {first_line}"),
+                None => first_line.to_string(),
+            };
+            let _ = write!(
+                out,
+                ">\n      <failure type=\"{}\" message=\"{}\">{}</failure>\n    </testcase>\n",
+                xml(c.invariant.as_deref().unwrap_or("finding")),
+                xml(&message),
+                xml(&body(c))
+            );
+        }
+        Status::Infrastructure => {
+            let _ = write!(
+                out,
+                ">\n      <error type=\"infrastructure\" message=\"{}\">{}</error>\n    </testcase>\n",
+                xml(first_line),
+                xml(&body(c))
+            );
+        }
+    }
+    out
+}
+
+/// The text of a failure: the invariant, the explanation, where the timeline is.
+fn body(c: &CheckResult) -> String {
+    let mut text = String::new();
+    if let Some(inv) = &c.invariant {
+        let _ = writeln!(text, "invariant: {inv}");
+    }
+    text.push_str(&c.message);
+    if let Some(t) = &c.timeline {
+        let _ = write!(text, "\ntimeline: {t}");
+    }
+    text
+}
+
+/// A self-contained HTML page: the table, then every check that did not pass with its
+/// explanation and a link to its timeline.
+pub fn html(run: &GateRun) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>leasecheck gate: {}</title>\n\
+         <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}\
+         td,th{{border:1px solid #999;padding:4px 8px}}.passed{{background:#cfc}}\
+         .failed{{background:#fcc}}.infrastructure{{background:#ffd9a0}}\
+         pre{{background:#f4f4f4;padding:8px;white-space:pre-wrap}}</style></head><body>\n",
+        run.status.word()
+    );
+    let _ = writeln!(
+        out,
+        "<h1>leasecheck gate: <span class=\"{}\">{}</span></h1>\n<p>{} {} ({} sizes), leasecheck {}, started {}, {:.0}s</p>",
+        status_class(run.status),
+        run.status.word(),
+        html_text(&run.extension),
+        html_text(&run.version),
+        html_text(&run.size),
+        html_text(&run.leasecheck),
+        html_text(&run.started),
+        run.seconds
+    );
+    out.push_str("<h2>Scripts</h2><ul>");
+    for s in &run.scripts {
+        let _ = write!(
+            out,
+            "<li><code>{}</code> sha256 <code>{}</code></li>",
+            html_text(&s.file),
+            s.sha256
+        );
+    }
+    out.push_str("</ul>\n<h2>Majors × suites</h2>\n");
+    out.push_str(&html_table(run));
+    out.push_str("<h2>Checks that did not pass</h2>\n");
+    out.push_str(&html_problems(run));
+    out.push_str("</body></html>\n");
+    out
+}
+
+fn status_class(s: Status) -> &'static str {
+    match s {
+        Status::Passed => "passed",
+        Status::Failed => "failed",
+        Status::Infrastructure => "infrastructure",
+    }
+}
+
+fn html_text(text: &str) -> String {
+    xml(text)
+}
+
+fn html_table(run: &GateRun) -> String {
+    let mut out = String::from("<table><tr><th>major</th>");
+    let mut suites: Vec<&str> = Vec::new();
+    for s in run.majors.iter().flat_map(|m| &m.suites) {
+        if !suites.contains(&s.suite.as_str()) {
+            suites.push(&s.suite);
+        }
+    }
+    for s in &suites {
+        let _ = write!(out, "<th>{}</th>", html_text(s));
+    }
+    out.push_str("<th>gate</th></tr>\n");
+    for m in &run.majors {
+        let _ = write!(
+            out,
+            "<tr><td>PG {} ({})</td>",
+            m.postgres.as_deref().map(html_text).unwrap_or_default(),
+            m.backend
+        );
+        for name in &suites {
+            match m.suites.iter().find(|s| s.suite == *name) {
+                Some(s) => {
+                    let _ = write!(
+                        out,
+                        "<td class=\"{}\">{} {:.0}s</td>",
+                        status_class(s.status),
+                        s.status.word(),
+                        s.seconds
+                    );
+                }
+                None => out.push_str("<td>-</td>"),
+            }
+        }
+        let _ = writeln!(
+            out,
+            "<td class=\"{}\">{}</td></tr>",
+            status_class(m.status),
+            m.status.word()
+        );
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+fn html_problems(run: &GateRun) -> String {
+    let mut out = String::new();
+    for m in &run.majors {
+        for s in &m.suites {
+            for c in s.checks.iter().filter(|c| c.status != Status::Passed) {
+                let _ = writeln!(
+                    out,
+                    "<h3 class=\"{}\">{} · PG {} · {} · {}</h3>",
+                    status_class(c.status),
+                    c.status.word(),
+                    m.major,
+                    html_text(&s.suite),
+                    html_text(&c.name)
+                );
+                if let Some(inv) = &c.invariant {
+                    let _ = writeln!(out, "<p>Invariant: <b>{}</b></p>", html_text(inv));
+                }
+                if let Some(t) = &c.timeline {
+                    let _ = writeln!(out, "<p><a href=\"{}\">timeline</a></p>", html_text(t));
+                }
+                let _ = writeln!(out, "<pre>{}</pre>", html_text(&c.message));
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push_str("<p>None.</p>\n");
+    }
+    out
+}

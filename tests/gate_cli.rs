@@ -1,0 +1,313 @@
+//! `leasecheck gate` end to end on real PostgreSQL 15 servers: the shipped extension, a
+//! catalogued mutant given as one SQL file (`--extension-sql`), the container backend, and
+//! the GitHub workflow a user copies.
+
+use harness::extension::{ExtensionFiles, Mutant, MUTANTS};
+use model::mutation::Mutation;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// Exit status and stdout of `leasecheck ARGS`.
+fn leasecheck(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_leasecheck"))
+        .args(args)
+        .output()
+        .expect("leasecheck runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+fn summary(report: &Path) -> Value {
+    let text = std::fs::read_to_string(report.join("summary.json")).expect("summary.json");
+    serde_json::from_str(&text).expect("summary.json is JSON")
+}
+
+/// (suite, check, status, message, invariant) of every check that did not pass.
+fn not_passed(summary: &Value) -> Vec<(String, String, String, String, Option<String>)> {
+    let mut out = Vec::new();
+    for major in summary["majors"].as_array().expect("majors") {
+        for suite in major["suites"].as_array().expect("suites") {
+            for check in suite["checks"].as_array().expect("checks") {
+                if check["status"] != "passed" {
+                    out.push((
+                        suite["suite"].as_str().unwrap_or("").to_string(),
+                        check["name"].as_str().unwrap_or("").to_string(),
+                        check["status"].as_str().unwrap_or("").to_string(),
+                        check["message"].as_str().unwrap_or("").to_string(),
+                        check["invariant"].as_str().map(String::from),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The finding harness/tests/security.rs records as a known weakness of pg_lease 0.2.0:
+/// the gate must report it (and so fail) until it is fixed.
+const KNOWN_FINDING: (&str, &str) = (
+    "a_caller_cannot_make_a_lease_write_commit_asynchronously",
+    "was lost in a crash after its caller ran SET CONSTRAINTS ALL IMMEDIATE",
+);
+
+/// Every suite at quick sizes on PG 15 against this checkout's extension: all pass but the
+/// one known security finding, reported as a failure (exit 1) with its explanation.
+/// About 2 minutes.
+#[test]
+fn the_quick_gate_on_the_shipped_extension_passes_all_but_the_known_finding() {
+    let report = tempfile::tempdir().unwrap();
+    let dir = report.path().to_str().unwrap();
+    let (code, out) = leasecheck(&[
+        "gate", "--pg", "15", "--quick", "--seed", "7", "--report", dir,
+    ]);
+    println!("{out}");
+    let summary = summary(report.path());
+    let suites: Vec<&str> = summary["majors"][0]["suites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["suite"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        suites,
+        [
+            "installcheck",
+            "conformance",
+            "campaign",
+            "stepped",
+            "security"
+        ]
+    );
+    let problems = not_passed(&summary);
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    let (suite, check, status, message, _) = &problems[0];
+    assert_eq!(
+        (suite.as_str(), check.as_str(), status.as_str()),
+        ("security", KNOWN_FINDING.0, "failed")
+    );
+    assert!(message.contains(KNOWN_FINDING.1), "{message}");
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("sha256 "), "{out}");
+    let junit = std::fs::read_to_string(report.path().join("junit.xml")).unwrap();
+    assert!(
+        junit.contains(&format!("name=\"{}\"", KNOWN_FINDING.0)),
+        "{junit}"
+    );
+    assert!(report.path().join("index.html").is_file());
+}
+
+/// A mutant as one install script (the base script, then its 0.2.0 definitions) and the
+/// control file, written into `dir`; their paths.
+fn export_mutant(m: &Mutant, dir: &Path) -> (String, String) {
+    let files = ExtensionFiles::mutant(m).expect("the mutant applies");
+    let sql: String = files
+        .scripts
+        .iter()
+        .map(|(_, text)| text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let sql_path = dir.join(format!("{}.sql", m.name));
+    let control_path = dir.join("pg_lease.control");
+    std::fs::write(&sql_path, sql).unwrap();
+    std::fs::write(&control_path, &files.control).unwrap();
+    (
+        sql_path.display().to_string(),
+        control_path.display().to_string(),
+    )
+}
+
+/// The invariant the model says a mutant of this name breaks (the model's catalogue names
+/// its mutations with dashes).
+fn expected_invariant(m: &Mutant) -> Option<String> {
+    let name = m.name.replace('_', "-");
+    Mutation::ALL
+        .iter()
+        .find(|x| x.name() == name)
+        .and_then(|x| x.expected())
+        .map(|i| i.to_string())
+}
+
+/// Gates a mutant with `suites`; the exit status, the summary and the JUnit XML.
+fn gate_mutant(m: &Mutant, suites: &[&str]) -> (i32, Value, String) {
+    let work = tempfile::tempdir().unwrap();
+    let (sql, control) = export_mutant(m, work.path());
+    let report = work.path().join("report");
+    let report_arg = report.display().to_string();
+    let mut args = vec![
+        "gate",
+        "--pg",
+        "15",
+        "--quick",
+        "--seed",
+        "11",
+        "--extension-sql",
+        &sql,
+        "--control",
+        &control,
+        "--report",
+        &report_arg,
+    ];
+    for s in suites {
+        args.extend(["--suite", s]);
+    }
+    let (code, out) = leasecheck(&args);
+    println!("{}: {out}", m.name);
+    let junit = std::fs::read_to_string(report.join("junit.xml")).unwrap_or_default();
+    (code, summary(&report), junit)
+}
+
+fn mutant(name: &str) -> &'static Mutant {
+    MUTANTS
+        .iter()
+        .find(|m| m.name == name)
+        .expect("a catalogued mutant")
+}
+
+/// The campaign catches a mutant given as `--extension-sql`: exit 1 and a JUnit failure
+/// naming the invariant the model says the mutant breaks. The same campaign on the shipped
+/// extension passes (the test above). About 20 seconds.
+#[test]
+fn a_mutant_given_as_sql_fails_the_gate_naming_the_invariant() {
+    for name in ["takeover_reuses_epoch", "acquire_ignores_holder"] {
+        let m = mutant(name);
+        let (code, summary, junit) = gate_mutant(m, &["campaign"]);
+        let problems = not_passed(&summary);
+        assert_eq!(code, 1, "{name}: {problems:#?}");
+        let invariant = expected_invariant(m).expect("the model names the invariant");
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.2 == "failed" && p.4.as_deref() == Some(&invariant)),
+            "{name}: expected a failure of {invariant}: {problems:#?}"
+        );
+        assert!(
+            junit.contains(&format!(
+                "<failure type=\"{}\"",
+                invariant.replace('\'', "&#39;")
+            )),
+            "{name}: {junit}"
+        );
+    }
+}
+
+/// Every catalogued mutant fails the gate through the conformance, campaign and stepped
+/// suites (exit 1, a JUnit failure). The invariant a campaign names may differ from the
+/// model's for the mutant (renew_ignores_expiry's campaign shows as inv08, its stepped plan
+/// as inv07), so only the failure is asserted. Slow (6 minutes for the 8 on PG 15):
+/// `cargo test --test gate_cli -- --ignored every_catalogued_mutant`.
+#[test]
+#[ignore]
+fn every_catalogued_mutant_fails_the_gate() {
+    let mut escaped = Vec::new();
+    for m in MUTANTS {
+        let (code, summary, junit) = gate_mutant(m, &["conformance", "campaign", "stepped"]);
+        let problems = not_passed(&summary);
+        let failed = problems.iter().any(|p| p.2 == "failed");
+        if code != 1 || !failed || !junit.contains("<failure ") {
+            escaped.push(format!("{}: exit {code}, {problems:#?}", m.name));
+        }
+    }
+    assert!(escaped.is_empty(), "{escaped:#?}");
+}
+
+#[test]
+fn unknown_majors_and_suites_are_refused_before_anything_runs() {
+    let (code, out) = leasecheck(&["gate", "--pg", "13"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("PostgreSQL 13 is not supported"), "{out}");
+    let (code, out) = leasecheck(&["gate", "--suite", "nope"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("unknown suite \"nope\""), "{out}");
+}
+
+/// The workflow a user copies: the 14/15 matrix, `leasecheck gate --report` per major,
+/// the report uploaded.
+#[test]
+fn the_github_workflow_runs_the_gate_on_14_and_15_and_uploads_the_report() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(".github/workflows/gate.yml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let yaml: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let job = &yaml["jobs"]["gate"];
+    let matrix: Vec<&str> = job["strategy"]["matrix"]["pg"]
+        .as_sequence()
+        .expect("a pg matrix")
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert_eq!(matrix, ["14", "15"]);
+    let steps = job["steps"].as_sequence().expect("steps");
+    let runs: Vec<&str> = steps.iter().filter_map(|s| s["run"].as_str()).collect();
+    let gate = runs
+        .iter()
+        .find(|r| r.contains("leasecheck gate"))
+        .expect("a step runs leasecheck gate");
+    assert!(gate.contains("--pg ${{ matrix.pg }}"), "{gate}");
+    assert!(
+        gate.contains("--report gate-report-pg${{ matrix.pg }}"),
+        "{gate}"
+    );
+    let upload = steps
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/upload-artifact"))
+        })
+        .expect("an upload step");
+    assert_eq!(
+        upload["with"]["path"].as_str(),
+        Some("gate-report-pg${{ matrix.pg }}")
+    );
+    assert_eq!(upload["if"].as_str(), Some("always()"));
+}
+
+/// The container backend on PG 15: the image is built offline from registries (cached by
+/// its tag: about 3 minutes the first time on a fresh machine, then nothing), the gate runs
+/// inside a container of it and its report comes back; no container is left. The
+/// installcheck and campaign suites keep it near a minute.
+#[test]
+fn the_container_backend_gates_pg_15_and_leaves_no_container() {
+    let (code, out) = leasecheck(&["image", "build", "--pg", "15"]);
+    assert_eq!(code, 0, "{out}");
+    let report = tempfile::tempdir().unwrap();
+    let dir = report.path().to_str().unwrap();
+    let (code, out) = leasecheck(&[
+        "gate",
+        "--backend",
+        "container",
+        "--pg",
+        "15",
+        "--quick",
+        "--seed",
+        "5",
+        "--suite",
+        "installcheck",
+        "--suite",
+        "campaign",
+        "--report",
+        dir,
+    ]);
+    println!("{out}");
+    let summary = summary(report.path());
+    assert_eq!(not_passed(&summary), vec![], "{out}");
+    assert_eq!(code, 0, "{out}");
+    let major = &summary["majors"][0];
+    assert_eq!(major["backend"], "container");
+    assert!(
+        major["postgres"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("15.")),
+        "{major}"
+    );
+    let left = Command::new("docker")
+        .args(["ps", "-aq", "--filter", "label=org.leasecheck.gate"])
+        .output()
+        .expect("docker runs");
+    let left = String::from_utf8_lossy(&left.stdout).trim().to_string();
+    assert_eq!(left, "", "containers left behind");
+}
