@@ -13,6 +13,7 @@ pub mod extension;
 pub mod fate;
 pub mod fenced;
 pub mod installcheck;
+pub mod mutants;
 pub mod pg;
 pub mod recorder;
 pub mod security;

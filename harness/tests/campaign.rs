@@ -472,9 +472,11 @@ async fn free_running_campaigns_catch_the_sql_mutants() {
 /// violation: an invalid workload, and a mutant whose edit no longer applies.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_campaign_that_cannot_run_is_an_infrastructure_failure() {
-    static STALE: harness::extension::Mutant = harness::extension::Mutant {
+    static STALE: harness::mutants::Mutant = harness::mutants::Mutant {
         name: "stale",
         breaks: "nothing: its edit matches no text of the script",
+        kill: harness::mutants::Kill::Stall,
+        hunt: &[harness::mutants::Mode::Stepped],
         edits: &[("no such text in the script", "")],
         caught_by: &[],
     };
