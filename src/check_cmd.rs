@@ -155,6 +155,7 @@ impl CheckArgs {
             budget: self.budget(),
             call_timeout: self.call_timeout,
             history_file: Some(history_file),
+            session: harness::session::SessionSettings::none(),
         })
     }
 }

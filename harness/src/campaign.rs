@@ -14,8 +14,9 @@
 use crate::extension::{ExtensionFiles, Mutant, StaleMutant, MUTANTS};
 use crate::pg::{Cluster, PgError};
 use crate::recorder::{Recorder, RecorderError, RecorderOptions, Session};
+use crate::session::SessionSettings;
 use crate::stepped::Stall;
-use crate::workload::{owner_name, Memory, ProcessPlan, Step, Workload, WorkloadError};
+use crate::workload::{Memory, ProcessPlan, Step, Workload, WorkloadError};
 use model::checker::{Spent, Stats, Violation};
 use model::{Budget, CheckOptions, History, Verdict};
 use std::collections::BTreeMap;
@@ -36,6 +37,12 @@ pub enum Target {
     PgLease,
     /// A SQL mutant of it ([`MUTANTS`]), installed as `pg_lease_<name>`.
     Mutant(&'static Mutant),
+    /// pg_lease as built here, installed under this extension name of its own (the
+    /// install's extension directory is shared with other checkouts, which rewrite
+    /// `pg_lease`'s files; [`ExtensionFiles::renamed`]).
+    Renamed(&'static str),
+    /// pg_lease 0.1.0 as released ([`ExtensionFiles::version_0_1_0`]).
+    Version010,
 }
 
 /// A target name that is neither `pg_lease` nor `mutant:<a known mutant>`.
@@ -81,6 +88,14 @@ impl fmt::Display for Target {
         match self {
             Target::PgLease => f.write_str(crate::extension::NAME),
             Target::Mutant(m) => write!(f, "mutant:{}", m.name),
+            Target::Renamed(name) => write!(f, "{} as {name}", crate::extension::NAME),
+            Target::Version010 => write!(
+                f,
+                "{} {} as {}",
+                crate::extension::NAME,
+                crate::extension::BASE_VERSION,
+                crate::extension::NAME_0_1_0
+            ),
         }
     }
 }
@@ -91,6 +106,16 @@ impl Target {
         match self {
             Target::PgLease => Ok(ExtensionFiles::pg_lease()),
             Target::Mutant(m) => ExtensionFiles::mutant(m),
+            Target::Renamed(name) => Ok(ExtensionFiles::renamed(name)),
+            Target::Version010 => Ok(ExtensionFiles::version_0_1_0()),
+        }
+    }
+
+    /// The `extversion` `CREATE EXTENSION` must install.
+    pub fn version(&self) -> &'static str {
+        match self {
+            Target::Version010 => crate::extension::BASE_VERSION,
+            _ => crate::extension::VERSION,
         }
     }
 }
@@ -117,6 +142,9 @@ pub struct Campaign {
     pub call_timeout: Duration,
     /// Where to keep the history (none: in memory only).
     pub history_file: Option<PathBuf>,
+    /// The session settings every process runs under (their setup SQL runs in the fresh
+    /// database before recording).
+    pub session: SessionSettings,
 }
 
 impl Campaign {
@@ -130,6 +158,7 @@ impl Campaign {
             budget: Budget::default(),
             call_timeout: Duration::from_secs(10),
             history_file: None,
+            session: SessionSettings::none(),
         }
     }
 }
@@ -165,6 +194,18 @@ pub enum InfraError {
         target: String,
         #[source]
         source: PgError,
+    },
+    #[error("CREATE EXTENSION for {target} installed version {found:?}, expected {expected} (another checkout rewrote the files?)")]
+    Version {
+        target: String,
+        expected: &'static str,
+        found: Option<String>,
+    },
+    #[error("the session setup of {target} failed: {source}")]
+    Setup {
+        target: String,
+        #[source]
+        source: tokio_postgres::Error,
     },
     #[error(transparent)]
     Recorder(RecorderError),
@@ -316,6 +357,8 @@ pub struct Report {
     pub figures: Figures,
     /// The PostgreSQL version of the cluster.
     pub postgres: String,
+    /// The database the campaign ran in (none when it could not be created).
+    pub database: Option<String>,
 }
 
 /// Counts the calls of a campaign and tells the processes when to stop.
@@ -355,15 +398,24 @@ impl Quota {
 /// Runs `campaign` on `cluster` and judges its history.
 pub async fn run(cluster: &Cluster, campaign: &Campaign, progress: Arc<dyn Progress>) -> Report {
     let postgres = cluster.install().version.full.clone();
-    let report = |outcome, history: Option<History>, figures| Report {
+    let mut database = None;
+    let report = |outcome, history: Option<History>, figures, database: &Option<String>| Report {
         outcome,
         history,
         figures,
         postgres: postgres.clone(),
+        database: database.clone(),
     };
-    let recorder = match prepare(cluster, campaign).await {
+    let recorder = match prepare(cluster, campaign, &mut database).await {
         Ok(r) => Arc::new(r),
-        Err(e) => return report(Outcome::Infrastructure(e), None, Figures::default()),
+        Err(e) => {
+            return report(
+                Outcome::Infrastructure(e),
+                None,
+                Figures::default(),
+                &database,
+            )
+        }
     };
     let started = Instant::now();
     let failure = record(&recorder, campaign, progress.clone()).await;
@@ -374,13 +426,14 @@ pub async fn run(cluster: &Cluster, campaign: &Campaign, progress: Arc<dyn Progr
             let history = finished.ok();
             let mut figures = history.as_ref().map(Figures::of).unwrap_or_default();
             figures.record_time = record_time;
-            return report(stopped_by(e), history, figures);
+            return report(stopped_by(e), history, figures, &database);
         }
         (None, Err(e)) => {
             return report(
                 Outcome::Infrastructure(InfraError::Recorder(e)),
                 None,
                 Figures::default(),
+                &database,
             )
         }
         (None, Ok(history)) => history,
@@ -400,11 +453,12 @@ pub async fn run(cluster: &Cluster, campaign: &Campaign, progress: Arc<dyn Progr
     .await;
     figures.check_time = checked.elapsed();
     match judged {
-        Ok((history, verdict)) => report(Outcome::of(verdict), Some(history), figures),
+        Ok((history, verdict)) => report(Outcome::of(verdict), Some(history), figures, &database),
         Err(e) => report(
             Outcome::Infrastructure(InfraError::Task(format!("the check: {e}"))),
             None,
             figures,
+            &database,
         ),
     }
 }
@@ -450,14 +504,52 @@ pub(crate) async fn install_target(
         })
 }
 
-/// Installs the target into a fresh database and opens the recorder on it.
-async fn prepare(cluster: &Cluster, campaign: &Campaign) -> Result<Recorder, InfraError> {
+/// Installs the target into a fresh database (checking the version `CREATE EXTENSION`
+/// installed), runs the session setup there and opens the recorder on it; `database` is
+/// set as soon as the database exists.
+async fn prepare(
+    cluster: &Cluster,
+    campaign: &Campaign,
+    database: &mut Option<String>,
+) -> Result<Recorder, InfraError> {
     campaign.workload.validate()?;
+    let target = campaign.target.to_string();
+    let files = campaign.target.files()?;
     let db = install_target(cluster, campaign.target, "campaign").await?;
+    *database = Some(db.clone());
+    let admin = cluster
+        .connect(&db)
+        .await
+        .map_err(|source| InfraError::Database {
+            target: target.clone(),
+            source,
+        })?;
+    let found = crate::extension::installed_version(&admin, &files.name)
+        .await
+        .map_err(|source| InfraError::Database {
+            target: target.clone(),
+            source: source.into(),
+        })?;
+    if found.as_deref() != Some(campaign.target.version()) {
+        return Err(InfraError::Version {
+            target,
+            expected: campaign.target.version(),
+            found,
+        });
+    }
+    campaign
+        .session
+        .run_setup(&admin)
+        .await
+        .map_err(|source| InfraError::Setup {
+            target: target.clone(),
+            source,
+        })?;
     let options = RecorderOptions {
         call_timeout: campaign.call_timeout,
         history_file: campaign.history_file.clone(),
         meta: meta(cluster, campaign),
+        session: campaign.session.clone(),
     };
     Recorder::new(cluster.config(&db), options).map_err(InfraError::Recorder)
 }
@@ -478,6 +570,7 @@ fn meta(cluster: &Cluster, campaign: &Campaign) -> BTreeMap<String, serde_json::
         ("mode".to_string(), "free".into()),
         ("length".to_string(), length),
         ("workload".to_string(), campaign.workload.to_json()),
+        ("session".to_string(), campaign.session.to_json()),
     ])
 }
 
@@ -545,7 +638,7 @@ impl Process {
     }
 
     async fn steps(&mut self) -> Result<(), RecorderError> {
-        let me = owner_name(self.slot);
+        let me = self.workload.owner(self.slot);
         loop {
             match self.plan.next(&self.workload, self.session.txn().is_some()) {
                 Step::Begin(isolation) => {

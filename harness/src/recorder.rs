@@ -17,6 +17,9 @@
 //!   connection when the transaction id is known.
 //! - Every call has a client-side timeout; a call that times out is cancelled and recorded
 //!   unknown.
+//! - Session settings ([`RecorderOptions::session`]): every connection starts with them,
+//!   and keys and owners reach the calls through their collation when they name one
+//!   (on the argument or from a source column), in the same single SELECT.
 //!
 //! Records stream to a JSON Lines file through [`model::history::jsonl::Writer`] on a thread of their own
 //! (file writes never block the async workers), which also keeps the in-memory [`History`].
@@ -27,6 +30,7 @@ mod store;
 pub use store::RecordError;
 
 use crate::fate;
+use crate::session::{Collated, SessionSettings};
 use model::fate::{BugCause, Condition, Fate};
 use model::{
     History, Isolation, Nanos, NemesisEffect, NemesisRecord, Op, OpId, OpRecord, OpResult,
@@ -77,6 +81,10 @@ pub struct RecorderOptions {
     pub history_file: Option<PathBuf>,
     /// The header's `meta`: facts about the run.
     pub meta: BTreeMap<String, serde_json::Value>,
+    /// Every session (and the fresh connection that resolves a lost COMMIT) starts with
+    /// these settings, and passes keys and owners through their collation if they name
+    /// one. Their `setup` is not run here: the database must already have it.
+    pub session: SessionSettings,
 }
 
 impl Default for RecorderOptions {
@@ -85,6 +93,7 @@ impl Default for RecorderOptions {
             call_timeout: Duration::from_secs(10),
             history_file: None,
             meta: BTreeMap::new(),
+            session: SessionSettings::none(),
         }
     }
 }
@@ -93,7 +102,9 @@ impl Default for RecorderOptions {
 /// [`Recorder::finish`] ends the history.
 pub struct Recorder {
     clock: Instant,
+    /// The connection config with the session settings applied.
     config: tokio_postgres::Config,
+    collation: Option<Collated>,
     call_timeout: Duration,
     next_process: AtomicU32,
     next_op: AtomicU64,
@@ -112,8 +123,8 @@ pub struct NemesisStarted {
 }
 
 impl Recorder {
-    /// A recorder whose sessions connect with `config`. Writes the header line when
-    /// `options.history_file` is set.
+    /// A recorder whose sessions connect with `config` under `options.session`. Writes the
+    /// header line when `options.history_file` is set.
     pub fn new(
         config: tokio_postgres::Config,
         options: RecorderOptions,
@@ -121,7 +132,8 @@ impl Recorder {
         let store = store::Store::open(options.history_file, options.meta)?;
         Ok(Recorder {
             clock: Instant::now(),
-            config,
+            config: options.session.apply(&config),
+            collation: options.session.collation,
             call_timeout: options.call_timeout,
             next_process: AtomicU32::new(1),
             next_op: AtomicU64::new(1),
@@ -223,15 +235,18 @@ impl Recorder {
             source: Some(e),
         };
         let client = self.open().await.map_err(connect_error)?;
-        let prepared = tokio::time::timeout(self.call_timeout, sql::Statements::prepare(&client))
-            .await
-            .map_err(|_| RecorderError::Connect {
-                detail: format!(
-                    "preparing the calls took longer than {:?}",
-                    self.call_timeout
-                ),
-                source: None,
-            })?;
+        let prepared = tokio::time::timeout(
+            self.call_timeout,
+            sql::Statements::prepare(&client, self.collation.as_ref()),
+        )
+        .await
+        .map_err(|_| RecorderError::Connect {
+            detail: format!(
+                "preparing the calls took longer than {:?}",
+                self.call_timeout
+            ),
+            source: None,
+        })?;
         let (statements, backend_pid) = prepared.map_err(|e| match fate::fate(&e) {
             Fate::HarnessBug(cause) => harness_bug("preparing the calls", cause, &e),
             _ => connect_error(e),

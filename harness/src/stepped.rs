@@ -167,6 +167,7 @@ impl Report {
                 history: None,
                 figures: Figures::default(),
                 postgres,
+                database: None,
             },
             verdict: None,
             steps: Outputs::none(plan).logs,
@@ -227,6 +228,7 @@ async fn prepare(
         call_timeout: options.call_timeout,
         history_file: options.history_file.clone(),
         meta: meta(stage, plan),
+        session: Default::default(),
     };
     let recorder = Recorder::new(stage.cluster.config(&stage.db), recorder_options)
         .map_err(InfraError::Recorder)?;
@@ -293,6 +295,7 @@ async fn judge_run(
             history: Some(history),
             figures,
             postgres: stage.postgres().to_string(),
+            database: Some(stage.db.clone()),
         },
         verdict: Some(verdict),
         steps: outputs.logs,
@@ -341,6 +344,7 @@ fn failed(
             history,
             figures: Figures::default(),
             postgres: stage.postgres().to_string(),
+            database: Some(stage.db.clone()),
         },
         verdict: None,
         steps: outputs.logs,
