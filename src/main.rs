@@ -3,6 +3,7 @@
 mod check_cmd;
 mod check_history_cmd;
 mod model_cmd;
+mod mutants_cmd;
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
@@ -38,6 +39,10 @@ enum Command {
     /// Run a free-running campaign against a throwaway cluster and judge its history: exit 0
     /// linearizable, 1 violation, 2 unknown or infrastructure failure.
     Check(check_cmd::CheckArgs),
+    /// Hunt every SQL mutant with history campaigns and print the kill rate (exit 0 all
+    /// killed and pg_lease clean, 1 a survivor, 2 an infrastructure failure); --export
+    /// writes each mutant as a standalone extension.
+    Mutants(mutants_cmd::MutantsArgs),
 }
 
 #[derive(Debug, clap::Args, Default)]
@@ -76,6 +81,7 @@ fn main() {
         Command::CheckHistory(_) => check_history_cmd::EXIT_UNREADABLE,
         // A campaign that could not run is no finding about the target.
         Command::Check(_) => check_cmd::EXIT_INFRASTRUCTURE,
+        Command::Mutants(_) => mutants_cmd::EXIT_INFRASTRUCTURE,
         _ => EXIT_FAILED,
     };
     match real_main(command) {
@@ -117,6 +123,7 @@ fn real_main(command: Command) -> anyhow::Result<i32> {
         Command::Model(args) => model_cmd::run(&args).map(|()| EXIT_OK),
         Command::CheckHistory(args) => check_history_cmd::run(&args),
         Command::Check(args) => check_cmd::run(&args),
+        Command::Mutants(args) => mutants_cmd::run(&args),
     }
 }
 

@@ -27,7 +27,7 @@ pub mod hunt;
 mod judge;
 
 pub use catalogue::{MODEL_ONLY, MUTANTS, NO_INTERVAL_CAP};
-pub use hunt::{hunt, HuntOptions, HuntReport, Run, Status};
+pub use hunt::{control, hunt, hunt_with, HuntOptions, HuntReport, Run, Status};
 pub use judge::{judge, Judged};
 
 use model::{Invariant, Mutation};

@@ -174,8 +174,10 @@ pub const MUTANTS: &[Mutant] = &[
     },
     Mutant {
         name: "write_ignores_key",
-        breaks: "release misses the key predicate: it frees every key and advances every key's epoch",
-        kill: Kill::Realises(Mutation::WriteIgnoresKey),
+        breaks: "release misses the key predicate: it frees every key and advances every key's epoch \
+                 (the model's write-ignores-key for release; the checker judges each key's history \
+                 alone, where another key's holder loses its lease to a grant over it)",
+        kill: Kill::Breaks(Invariant::MutualExclusion),
         hunt: FREE,
         edits: &[(
             "                   epoch = l.epoch + 1\n             WHERE l.key = release.key COLLATE \"C\";",
@@ -280,9 +282,9 @@ BEGIN
     },
     Mutant {
         name: "release_without_row_lock",
-        breaks: "release trusts its lock-free read: it frees the row without locking it and re-checking owner, epoch and expiry",
-        kill: Kill::Breaks(Invariant::LapseIsFinal),
-        hunt: STEPPED_FIRST,
+        breaks: "release trusts its lock-free read: it frees the row without locking it and re-checking owner, epoch and expiry, so a release racing a takeover frees the new holder's lease and answers ok where precedence says not_owner",
+        kill: Kill::Breaks(Invariant::PrecedenceAndIsolation),
+        hunt: FREE,
         edits: &[(
             "        IF lease._lock_live(release.key, release.owner, release.epoch) IS NOT NULL THEN",
             "        IF true THEN",
@@ -307,8 +309,8 @@ BEGIN
     },
     Mutant {
         name: "inspect_uses_now",
-        breaks: "inspect judges expiry by now() (the transaction's start) instead of the current clock: inside a transaction it reports a lapsed lease as held",
-        kill: Kill::Breaks(Invariant::InspectConsistent),
+        breaks: "inspect judges expiry by now() (the transaction's start) instead of the current clock: inside a transaction it reports a lapsed lease as held, an answer only a time before the call explains",
+        kill: Kill::Breaks(Invariant::DurabilityAndTimeAuthority),
         hunt: FREE,
         edits: &[(
             "AND l.expires_at > clock_timestamp() AS live",
@@ -381,6 +383,16 @@ BEGIN
 
 /// The model mutations without a SQL mutant.
 pub const MODEL_ONLY: &[ModelOnly] = &[
+    ModelOnly {
+        mutation: Mutation::WriteIgnoresKey,
+        why: "its SQL form, the mutant write_ignores_key (release without the key predicate), \
+              changes keys the call does not name; the history checker judges each key's \
+              history alone (P-compositionality), so what it sees is a key whose holder loses \
+              its lease with no call on that key, which it names invariant 1 on the grant that \
+              follows, not invariant 8 (only a state holding every key, the model's, sees 8)",
+        killed_by: "the stateright model's negative control (model/tests/negative_controls.rs); \
+                    on a server: the SQL mutant write_ignores_key, killed by invariant 1",
+    },
     ModelOnly {
         mutation: Mutation::InvalidInputWrites,
         why: "an error raised by a statement rolls back everything the statement wrote, so no \

@@ -6,10 +6,11 @@
 //! a harness error) ends the hunt as such: it is reported, never counted as a kill.
 
 use super::{judge, Judged, Kill, Mode, Mutant};
-use crate::campaign::{self, Campaign, Length, Outcome, Silent, Target};
+use crate::campaign::{self, Campaign, Figures, Length, Outcome, Silent, Target};
 use crate::pg::Cluster;
 use crate::stepped::{self, Plan, PlanConfig, RunOptions, Stage};
-use model::{Budget, Invariant};
+use crate::workload::OpMix;
+use model::{Budget, Interval, Invariant, Isolation};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,6 +27,8 @@ pub struct HuntOptions {
     /// Stepped plans per mutant at most, seeded `stepped_seed`, `stepped_seed + 1`, ...
     pub stepped_plans: u64,
     pub stepped_seed: u64,
+    /// How the stepped plans are drawn.
+    pub stepped_config: PlanConfig,
     /// Client-side timeout of every call.
     pub call_timeout: Duration,
 }
@@ -43,6 +46,7 @@ impl HuntOptions {
             },
             stepped_plans: 40,
             stepped_seed: 0,
+            stepped_config: contended_plans(),
             call_timeout: Duration::from_secs(10),
         }
     }
@@ -78,6 +82,41 @@ impl HuntOptions {
     }
 }
 
+/// The plans of a stepped hunt: 2-3 processes on one key, so every call contends for one
+/// row; a transaction in a third of a process's turns (READ COMMITTED, the only level
+/// pg_lease's calls accept), so a call waits on a row lock held across steps; blocking
+/// acquires in a quarter of the calls, mostly waiting 250 ms; TTLs of 20 ms (lapses while
+/// calls wait) to 5 s (a waiter outlasts its sleeps); no invalid input (the free-running
+/// campaigns have it).
+pub fn contended_plans() -> PlanConfig {
+    let mut workload = stepped::stepped_workload();
+    workload.ttls = vec![
+        (Interval::millis(20), 2),
+        (Interval::millis(60), 2),
+        (Interval::millis(250), 2),
+        (Interval::secs(5), 3),
+    ];
+    workload.waits = vec![(Interval::millis(50), 1), (Interval::millis(250), 3)];
+    workload.mix = OpMix {
+        acquire: 25,
+        acquire_wait: 25,
+        renew: 25,
+        release: 15,
+        inspect: 10,
+    };
+    workload.txn_percent = 35;
+    workload.rollback_percent = 15;
+    workload.invalid_percent = 0;
+    workload.isolations = vec![Isolation::ReadCommitted];
+    PlanConfig {
+        processes: 2..=3,
+        keys: 1..=1,
+        isolations: vec![(Isolation::ReadCommitted, 1)],
+        workload,
+        ..PlanConfig::default()
+    }
+}
+
 /// One campaign of a hunt.
 #[derive(Clone, Debug)]
 pub struct Run {
@@ -93,6 +132,10 @@ pub struct Run {
     pub diagnosis: Option<&'static str>,
     pub judged: Judged,
     pub ops: usize,
+    /// Calls recorded per second of recording.
+    pub ops_per_s: f64,
+    /// Wall-clock time of the check.
+    pub check_time: Duration,
     pub elapsed: Duration,
 }
 
@@ -133,6 +176,19 @@ impl HuntReport {
 
     pub fn ops(&self) -> usize {
         self.runs.iter().map(|r| r.ops).sum()
+    }
+
+    /// Campaigns run per mode, as [`control`] takes them: the control of a set of hunts
+    /// runs the most any of them ran, so every seed any hunt used.
+    pub fn campaigns_run(reports: &[HuntReport]) -> Vec<(Mode, u64)> {
+        [Mode::Free, Mode::Stepped]
+            .into_iter()
+            .map(|mode| {
+                let most = reports.iter().map(|r| r.runs_of(mode)).max().unwrap_or(0);
+                (mode, most as u64)
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect()
     }
 
     /// Campaigns of `mode` run.
@@ -190,6 +246,16 @@ fn first_line(s: &str) -> &str {
 
 /// Hunts `mutant` on `cluster` within `options`.
 pub async fn hunt(cluster: &Cluster, mutant: &'static Mutant, options: &HuntOptions) -> HuntReport {
+    hunt_with(cluster, mutant, options, &|_| {}).await
+}
+
+/// [`hunt`], telling `on_run` of every campaign as it ends (for progress output).
+pub async fn hunt_with(
+    cluster: &Cluster,
+    mutant: &'static Mutant,
+    options: &HuntOptions,
+    on_run: &(dyn Fn(&Run) + Sync),
+) -> HuntReport {
     let started = Instant::now();
     let target = Target::Mutant(mutant);
     let mut runs = Vec::new();
@@ -198,6 +264,7 @@ pub async fn hunt(cluster: &Cluster, mutant: &'static Mutant, options: &HuntOpti
         let mut campaigns = Campaigns::new(cluster, target, mode, options).await;
         for k in 0..options.limit(mode) {
             let run = campaigns.run(k, Some(mutant.kill)).await;
+            on_run(&run);
             let judged = run.judged.clone();
             runs.push(run);
             match judged {
@@ -231,6 +298,7 @@ pub async fn control(
     cluster: &Cluster,
     campaigns: &[(Mode, u64)],
     options: &HuntOptions,
+    on_run: &(dyn Fn(&Run) + Sync),
 ) -> HuntReport {
     let started = Instant::now();
     let mut runs = Vec::new();
@@ -239,6 +307,7 @@ pub async fn control(
         let mut c = Campaigns::new(cluster, Target::PgLease, mode, options).await;
         for k in 0..count {
             let run = c.run(k, None).await;
+            on_run(&run);
             let judged = run.judged.clone();
             runs.push(run);
             match judged {
@@ -303,7 +372,7 @@ impl<'c> Campaigns<'c> {
     async fn run(&mut self, k: u64, kill: Option<Kill>) -> Run {
         let seed = self.options.seed(self.mode, k);
         let started = Instant::now();
-        let (outcome, ops) = match &self.stage {
+        let (outcome, figures) = match &self.stage {
             None => {
                 let campaign = Campaign {
                     budget: self.options.free_budget,
@@ -315,7 +384,7 @@ impl<'c> Campaigns<'c> {
                     ..Campaign::new(self.target, Length::Ops(self.options.free_ops), seed)
                 };
                 let report = campaign::run(self.cluster, &campaign, Arc::new(Silent)).await;
-                (report.outcome, report.figures.ops)
+                (report.outcome, report.figures)
             }
             Some(Err(e)) => {
                 return Run {
@@ -327,10 +396,12 @@ impl<'c> Campaigns<'c> {
                     diagnosis: None,
                     judged: Judged::Infrastructure,
                     ops: 0,
+                    ops_per_s: 0.0,
+                    check_time: Duration::ZERO,
                     elapsed: started.elapsed(),
                 }
             }
-            Some(Ok(stage)) => match Plan::from_seed(&PlanConfig::default(), seed) {
+            Some(Ok(stage)) => match Plan::from_seed(&self.options.stepped_config, seed) {
                 Ok(plan) => {
                     let options = RunOptions {
                         call_timeout: self.options.call_timeout,
@@ -341,9 +412,12 @@ impl<'c> Campaigns<'c> {
                         ..RunOptions::default()
                     };
                     let report = stepped::run(stage, &plan, &options, Arc::new(Silent)).await;
-                    (report.run.outcome, report.run.figures.ops)
+                    (report.run.outcome, report.run.figures)
                 }
-                Err(e) => (Outcome::Infrastructure(campaign::InfraError::Plan(e)), 0),
+                Err(e) => (
+                    Outcome::Infrastructure(campaign::InfraError::Plan(e)),
+                    Figures::default(),
+                ),
             },
         };
         let judged = match kill {
@@ -369,7 +443,9 @@ impl<'c> Campaigns<'c> {
             invariant,
             diagnosis,
             judged,
-            ops,
+            ops: figures.ops,
+            ops_per_s: figures.ops_per_s(),
+            check_time: figures.check_time,
             elapsed: started.elapsed(),
         }
     }
