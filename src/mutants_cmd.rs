@@ -36,12 +36,20 @@ pub struct MutantsArgs {
     /// scripts), and exit: `leasecheck gate --extension DIR/pg_lease_<name>` checks one.
     #[arg(long, value_name = "DIR")]
     pub export: Option<PathBuf>,
+    /// Print the whole catalogue (SQL mutants and model mutations without one) as a
+    /// Markdown table, and exit.
+    #[arg(long, conflicts_with = "export")]
+    pub list: bool,
     /// Where the run directory goes [default: results/mutants].
     #[arg(long, value_name = "DIR", default_value = "results/mutants")]
     pub results_dir: PathBuf,
 }
 
 pub fn run(args: &MutantsArgs) -> anyhow::Result<i32> {
+    if args.list {
+        print!("{}", catalogue_table());
+        return Ok(0);
+    }
     let selected = select(&args.mutants)?;
     if let Some(dir) = &args.export {
         export(&selected, dir)?;
@@ -70,8 +78,10 @@ pub fn run(args: &MutantsArgs) -> anyhow::Result<i32> {
             cluster.port()
         );
         let outcome = runtime.block_on(hunt_all(&cluster, &selected, &options));
-        let table = render(&outcome);
-        print!("{table}");
+        // The hunts' lines were printed as they ended.
+        let summary = render_summary(&outcome);
+        print!("{summary}");
+        let table = format!("{}{summary}", render_hunts(&outcome));
         let file = out.join(format!("pg{major}.txt"));
         std::fs::write(&file, &table).with_context(|| format!("writing {}", file.display()))?;
         let json = out.join(format!("pg{major}.json"));
@@ -97,6 +107,35 @@ fn select(names: &[String]) -> anyhow::Result<Vec<&'static Mutant>> {
             })
         })
         .collect()
+}
+
+/// The catalogue as a Markdown table: one row per SQL mutant, then the model mutations
+/// that have none.
+fn catalogue_table() -> String {
+    let mut s = String::from(
+        "| entry | model mutation | invariant | killed by | breaks |\n| --- | --- | --- | --- | --- |\n",
+    );
+    for e in mutants::catalogue() {
+        let name = match e {
+            mutants::Entry::Sql(m) => format!("`{}`", m.name),
+            mutants::Entry::ModelOnly(_) => "(model only)".to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "| {name} | {} | {} | {} | {}{} |",
+            e.mutation()
+                .map_or("-".to_string(), |m| format!("`{}`", m.name())),
+            e.invariant()
+                .map_or("- (stall)".to_string(), |i| i.number().to_string()),
+            e.killed_by().replace('|', "\\|"),
+            e.breaks().replace('|', "\\|"),
+            match e {
+                mutants::Entry::ModelOnly(m) => format!(". No SQL form: {}", m.why),
+                mutants::Entry::Sql(_) => String::new(),
+            }
+        );
+    }
+    s
 }
 
 /// Writes each mutant's control file and scripts into `dir/pg_lease_<name>/`.
@@ -175,28 +214,15 @@ async fn hunt_all(
     Outcome { hunts, control }
 }
 
-/// The kill table: one line per mutant, the control, the kill rate and the campaign figures.
-fn render(o: &Outcome) -> String {
+/// One line per mutant.
+fn render_hunts(o: &Outcome) -> String {
+    o.hunts.iter().map(|h| format!("{}\n", h.line())).collect()
+}
+
+/// The control, the kill rate and the campaign figures.
+fn render_summary(o: &Outcome) -> String {
     let mut s = String::new();
-    for h in &o.hunts {
-        let _ = writeln!(s, "{}", h.line());
-    }
-    let verdict = match &o.control.status {
-        Status::Survived => "linearizable with no stall on every campaign".to_string(),
-        Status::Killed(i) => match o.control.runs.get(*i) {
-            Some(r) => format!("FINDING on {} seed {}: {}", r.mode, r.seed, r.verdict),
-            None => "FINDING".to_string(),
-        },
-        Status::Infrastructure(e) => format!("INFRASTRUCTURE FAILURE: {e}"),
-    };
-    let _ = writeln!(
-        s,
-        "control pg_lease: {verdict} [{} free + {} stepped; {} ops; {:.1?}]",
-        o.control.runs_of(mutants::Mode::Free),
-        o.control.runs_of(mutants::Mode::Stepped),
-        o.control.ops(),
-        o.control.elapsed
-    );
+    let _ = writeln!(s, "control {}", o.control.line());
     let n = o.hunts.len();
     let rate = if n > 0 {
         100.0 * o.killed() as f64 / n as f64

@@ -9,7 +9,7 @@ use super::{judge, Judged, Kill, Mode, Mutant};
 use crate::campaign::{self, Campaign, Figures, Length, Outcome, Silent, Target};
 use crate::pg::Cluster;
 use crate::stepped::{self, Plan, PlanConfig, RunOptions, Stage};
-use crate::workload::OpMix;
+use crate::workload::{Names, OpMix, Workload};
 use model::{Budget, Interval, Invariant, Isolation};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,6 +22,8 @@ pub struct HuntOptions {
     pub free_seed: u64,
     /// Calls per free-running campaign.
     pub free_ops: u64,
+    /// What the processes of a free-running campaign call.
+    pub free_workload: Workload,
     /// The check's budget of a free-running campaign.
     pub free_budget: Budget,
     /// Stepped plans per mutant at most, seeded `stepped_seed`, `stepped_seed + 1`, ...
@@ -37,14 +39,15 @@ impl HuntOptions {
     /// The bounded hunt of the CI test: a few campaigns per mode.
     pub fn quick() -> HuntOptions {
         HuntOptions {
-            free_campaigns: 3,
+            free_campaigns: 5,
             free_seed: 20_261_210,
             free_ops: 1_500,
+            free_workload: shared_owner_workload(),
             free_budget: Budget {
                 time: Some(Duration::from_secs(30)),
                 states: Some(5_000_000),
             },
-            stepped_plans: 40,
+            stepped_plans: 60,
             stepped_seed: 0,
             stepped_config: contended_plans(),
             call_timeout: Duration::from_secs(10),
@@ -82,8 +85,20 @@ impl HuntOptions {
     }
 }
 
+/// The workload of a free-running hunt: the default one (8 processes, 2 keys), with pairs
+/// of processes acting as one owner (so one session can hold a lease's row lock in a
+/// transaction while another calls on the lease) and twice the transactions.
+pub fn shared_owner_workload() -> Workload {
+    Workload {
+        names: Names::SharedOwners,
+        txn_percent: 20,
+        ..Workload::default()
+    }
+}
+
 /// The plans of a stepped hunt: 2-3 processes on one key, so every call contends for one
-/// row; a transaction in a third of a process's turns (READ COMMITTED, the only level
+/// row, the first two acting as one owner (two sessions of one client, so one can hold the
+/// lease's row lock in a transaction while the other calls on the lease); a transaction in a third of a process's turns (READ COMMITTED, the only level
 /// pg_lease's calls accept), so a call waits on a row lock held across steps; blocking
 /// acquires in a quarter of the calls, mostly waiting 250 ms; TTLs of 20 ms (lapses while
 /// calls wait) to 5 s (a waiter outlasts its sleeps); no invalid input (the free-running
@@ -108,6 +123,7 @@ pub fn contended_plans() -> PlanConfig {
     workload.rollback_percent = 15;
     workload.invalid_percent = 0;
     workload.isolations = vec![Isolation::ReadCommitted];
+    workload.names = Names::SharedOwners;
     PlanConfig {
         processes: 2..=3,
         keys: 1..=1,
@@ -210,13 +226,23 @@ impl HuntReport {
             tried
         };
         let how = match (&self.status, self.killer()) {
+            // The control: pg_lease must have no finding.
+            (Status::Survived, _) if self.kill.is_none() => {
+                "CLEAN: linearizable with no stall on every campaign".to_string()
+            }
+            (Status::Killed(_), Some(r)) if self.kill.is_none() => format!(
+                "FINDING on pg_lease by {} seed {}: {}",
+                r.mode,
+                r.seed,
+                first_line(&r.verdict)
+            ),
             (Status::Killed(_), Some(r)) => format!(
                 "KILLED by {} seed {}: {}",
                 r.mode,
                 r.seed,
                 first_line(&r.verdict)
             ),
-            (Status::Infrastructure(e), _) => format!("INFRASTRUCTURE FAILURE (not a kill): {e}"),
+            (Status::Infrastructure(e), _) => format!("{e} (not a kill)"),
             _ => {
                 let seen: Vec<String> = self
                     .runs
@@ -375,6 +401,7 @@ impl<'c> Campaigns<'c> {
         let (outcome, figures) = match &self.stage {
             None => {
                 let campaign = Campaign {
+                    workload: self.options.free_workload.clone(),
                     budget: self.options.free_budget,
                     call_timeout: self.options.call_timeout,
                     history_file: campaign::history_file_from_env(
