@@ -39,7 +39,7 @@ impl HuntOptions {
     /// The bounded hunt of the CI test: a few campaigns per mode.
     pub fn quick() -> HuntOptions {
         HuntOptions {
-            free_campaigns: 5,
+            free_campaigns: 8,
             free_seed: 20_261_210,
             free_ops: 1_500,
             free_workload: shared_owner_workload(),
