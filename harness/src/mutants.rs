@@ -28,7 +28,7 @@ mod judge;
 
 pub use catalogue::{MODEL_ONLY, MUTANTS, NO_INTERVAL_CAP};
 pub use hunt::{control, hunt, hunt_with, HuntOptions, HuntReport, Run, Status};
-pub use judge::{judge, Judged};
+pub use judge::{judge, judge_control, Judged};
 
 use model::{Invariant, Mutation};
 use std::fmt;

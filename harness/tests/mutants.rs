@@ -75,6 +75,14 @@ async fn every_sql_mutant_is_killed_and_pg_lease_passes_the_same_campaigns() {
         control.line()
     );
     assert!(control.runs.len() as u64 >= campaigns.iter().map(|(_, n)| n).sum::<u64>());
+    // The figures the kill table records: every free-running campaign recorded all its
+    // calls at a measured rate.
+    for run in hunts.iter().chain([&control]).flat_map(|h| &h.runs) {
+        if run.mode == Mode::Free {
+            assert_eq!(run.ops as u64, options.free_ops, "seed {}", run.seed);
+            assert!(run.ops_per_s > 0.0, "seed {}", run.seed);
+        }
+    }
 }
 
 /// The hunts of `each`, one after the other.

@@ -5,8 +5,8 @@
 //! A campaign that ends as an infrastructure failure (the mutant failed to install, a hang,
 //! a harness error) ends the hunt as such: it is reported, never counted as a kill.
 
-use super::{judge, Judged, Kill, Mode, Mutant};
-use crate::campaign::{self, Campaign, Figures, Length, Outcome, Silent, Target};
+use super::{judge, judge_control, Judged, Kill, Mode, Mutant};
+use crate::campaign::{self, Campaign, Figures, InfraError, Length, Outcome, Silent, Target};
 use crate::pg::Cluster;
 use crate::stepped::{self, Plan, PlanConfig, RunOptions, Stage};
 use crate::workload::{Names, OpMix, Workload};
@@ -366,7 +366,10 @@ struct Campaigns<'c> {
     target: Target,
     mode: Mode,
     options: &'c HuntOptions,
-    stage: Option<Result<Stage<'c>, String>>,
+    /// The stepped plans' stage (stepped mode), or why it could not be set up (reported by
+    /// the first run, which ends the hunt).
+    stage: Option<Stage<'c>>,
+    stage_error: Option<InfraError>,
 }
 
 impl<'c> Campaigns<'c> {
@@ -376,13 +379,12 @@ impl<'c> Campaigns<'c> {
         mode: Mode,
         options: &'c HuntOptions,
     ) -> Campaigns<'c> {
-        let stage = match mode {
-            Mode::Free => None,
-            Mode::Stepped => Some(
-                Stage::new(cluster, target)
-                    .await
-                    .map_err(|e| format!("INFRASTRUCTURE FAILURE (not a finding): {e}")),
-            ),
+        let (stage, stage_error) = match mode {
+            Mode::Free => (None, None),
+            Mode::Stepped => match Stage::new(cluster, target).await {
+                Ok(stage) => (Some(stage), None),
+                Err(e) => (None, Some(e)),
+            },
         };
         Campaigns {
             cluster,
@@ -390,6 +392,7 @@ impl<'c> Campaigns<'c> {
             mode,
             options,
             stage,
+            stage_error,
         }
     }
 
@@ -398,65 +401,13 @@ impl<'c> Campaigns<'c> {
     async fn run(&mut self, k: u64, kill: Option<Kill>) -> Run {
         let seed = self.options.seed(self.mode, k);
         let started = Instant::now();
-        let (outcome, figures) = match &self.stage {
-            None => {
-                let campaign = Campaign {
-                    workload: self.options.free_workload.clone(),
-                    budget: self.options.free_budget,
-                    call_timeout: self.options.call_timeout,
-                    history_file: campaign::history_file_from_env(
-                        &format!("{}-free", self.target),
-                        seed,
-                    ),
-                    ..Campaign::new(self.target, Length::Ops(self.options.free_ops), seed)
-                };
-                let report = campaign::run(self.cluster, &campaign, Arc::new(Silent)).await;
-                (report.outcome, report.figures)
-            }
-            Some(Err(e)) => {
-                return Run {
-                    mode: self.mode,
-                    seed,
-                    outcome: "infrastructure",
-                    verdict: e.clone(),
-                    invariant: None,
-                    diagnosis: None,
-                    judged: Judged::Infrastructure,
-                    ops: 0,
-                    ops_per_s: 0.0,
-                    check_time: Duration::ZERO,
-                    elapsed: started.elapsed(),
-                }
-            }
-            Some(Ok(stage)) => match Plan::from_seed(&self.options.stepped_config, seed) {
-                Ok(plan) => {
-                    let options = RunOptions {
-                        call_timeout: self.options.call_timeout,
-                        history_file: campaign::history_file_from_env(
-                            &format!("{}-stepped", self.target),
-                            seed,
-                        ),
-                        ..RunOptions::default()
-                    };
-                    let report = stepped::run(stage, &plan, &options, Arc::new(Silent)).await;
-                    (report.run.outcome, report.run.figures)
-                }
-                Err(e) => (
-                    Outcome::Infrastructure(campaign::InfraError::Plan(e)),
-                    Figures::default(),
-                ),
-            },
+        let (outcome, figures) = match self.mode {
+            Mode::Free => self.free(seed).await,
+            Mode::Stepped => self.stepped(seed).await,
         };
         let judged = match kill {
             Some(kill) => judge(kill, &outcome),
-            None => match outcome {
-                Outcome::Linearizable(_) => Judged::Survived,
-                Outcome::Infrastructure(_) => Judged::Infrastructure,
-                Outcome::Unknown(_) => Judged::Unknown,
-                Outcome::Violation(ref v) => Judged::OtherInvariant(v.invariant),
-                Outcome::Stall(_) => Judged::OtherFinding("stall"),
-                Outcome::Malformed { .. } => Judged::OtherFinding("malformed answer"),
-            },
+            None => judge_control(&outcome),
         };
         let (invariant, diagnosis) = match &outcome {
             Outcome::Violation(v) => (Some(v.invariant), v.diagnosis.map(|m| m.name())),
@@ -475,5 +426,43 @@ impl<'c> Campaigns<'c> {
             check_time: figures.check_time,
             elapsed: started.elapsed(),
         }
+    }
+
+    /// A free-running campaign from `seed`, on a fresh database.
+    async fn free(&self, seed: u64) -> (Outcome, Figures) {
+        let campaign = Campaign {
+            workload: self.options.free_workload.clone(),
+            budget: self.options.free_budget,
+            call_timeout: self.options.call_timeout,
+            history_file: campaign::history_file_from_env(&format!("{}-free", self.target), seed),
+            ..Campaign::new(self.target, Length::Ops(self.options.free_ops), seed)
+        };
+        let report = campaign::run(self.cluster, &campaign, Arc::new(Silent)).await;
+        (report.outcome, report.figures)
+    }
+
+    /// The stepped plan of `seed`, on the stage.
+    async fn stepped(&mut self, seed: u64) -> (Outcome, Figures) {
+        let Some(stage) = &self.stage else {
+            let error = self
+                .stage_error
+                .take()
+                .unwrap_or_else(|| InfraError::Task("no stage for the stepped plans".into()));
+            return (Outcome::Infrastructure(error), Figures::default());
+        };
+        let plan = match Plan::from_seed(&self.options.stepped_config, seed) {
+            Ok(plan) => plan,
+            Err(e) => return (Outcome::Infrastructure(e.into()), Figures::default()),
+        };
+        let options = RunOptions {
+            call_timeout: self.options.call_timeout,
+            history_file: campaign::history_file_from_env(
+                &format!("{}-stepped", self.target),
+                seed,
+            ),
+            ..RunOptions::default()
+        };
+        let report = stepped::run(stage, &plan, &options, Arc::new(Silent)).await;
+        (report.run.outcome, report.run.figures)
     }
 }

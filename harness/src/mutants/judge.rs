@@ -61,6 +61,19 @@ pub fn judge(kill: Kill, outcome: &Outcome) -> Judged {
     }
 }
 
+/// What `outcome` means for the control, pg_lease itself: only a linearizable run with no
+/// stall passes ([`Judged::Survived`]); any finding is one about pg_lease.
+pub fn judge_control(outcome: &Outcome) -> Judged {
+    match outcome {
+        Outcome::Linearizable(_) => Judged::Survived,
+        Outcome::Infrastructure(_) => Judged::Infrastructure,
+        Outcome::Unknown(_) => Judged::Unknown,
+        Outcome::Violation(v) => Judged::OtherInvariant(v.invariant),
+        Outcome::Stall(_) => Judged::OtherFinding("stall"),
+        Outcome::Malformed { .. } => Judged::OtherFinding("malformed answer"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +136,19 @@ mod tests {
             Judged::OtherFinding("violation")
         );
         assert_eq!(judge(Kill::Stall, &pass), Judged::Survived);
+    }
+
+    #[test]
+    fn the_control_passes_only_a_linearizable_run_without_a_stall() {
+        let pass = Outcome::Linearizable(Stats::default());
+        assert_eq!(judge_control(&pass), Judged::Survived);
+        assert_eq!(
+            judge_control(&violation(Invariant::LapseIsFinal)),
+            Judged::OtherInvariant(Invariant::LapseIsFinal)
+        );
+        assert_eq!(judge_control(&stall()), Judged::OtherFinding("stall"));
+        let infra = Outcome::Infrastructure(InfraError::Task("a hang".into()));
+        assert_eq!(judge_control(&infra), Judged::Infrastructure);
     }
 
     #[test]
