@@ -125,8 +125,7 @@ fn catalogue_table() -> String {
             "| {name} | {} | {} | {} | {}{} |",
             e.mutation()
                 .map_or("-".to_string(), |m| format!("`{}`", m.name())),
-            e.invariant()
-                .map_or("- (stall)".to_string(), |i| i.number().to_string()),
+            invariants(&e.invariants()),
             e.killed_by().replace('|', "\\|"),
             e.breaks().replace('|', "\\|"),
             match e {
@@ -136,6 +135,15 @@ fn catalogue_table() -> String {
         );
     }
     s
+}
+
+/// "10 or 11"; "- (stall)" when there is none.
+fn invariants(list: &[model::Invariant]) -> String {
+    if list.is_empty() {
+        return "- (stall)".to_string();
+    }
+    let numbers: Vec<String> = list.iter().map(|i| i.number().to_string()).collect();
+    numbers.join(" or ")
 }
 
 /// Writes each mutant's control file and scripts into `dir/pg_lease_<name>/`.

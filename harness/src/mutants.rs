@@ -67,18 +67,32 @@ pub enum Kill {
     /// A bug with no model-mutation counterpart (a race between the statements of one
     /// call): a history verdict must name this invariant.
     Breaks(Invariant),
+    /// A bug whose histories show two symptoms, which the checker names by different
+    /// invariants depending on which one it meets first: a verdict must name one of them.
+    BreaksEither(Invariant, Invariant),
     /// Lock behaviour a history cannot show: a stepped run must report a stall.
     Stall,
 }
 
 impl Kill {
-    /// The invariant a verdict must name (none for a stall).
-    pub fn invariant(self) -> Option<Invariant> {
+    /// The invariants a killing verdict may name (none for a stall).
+    pub fn invariants(self) -> Vec<Invariant> {
         match self {
-            Kill::Realises(m) => m.expected(),
-            Kill::Breaks(inv) => Some(inv),
-            Kill::Stall => None,
+            Kill::Realises(m) => m.expected().into_iter().collect(),
+            Kill::Breaks(inv) => vec![inv],
+            Kill::BreaksEither(a, b) => vec![a, b],
+            Kill::Stall => vec![],
         }
+    }
+
+    /// The first invariant a killing verdict may name (none for a stall).
+    pub fn invariant(self) -> Option<Invariant> {
+        self.invariants().first().copied()
+    }
+
+    /// Whether a verdict naming `inv` kills the mutant.
+    pub fn named_by(self, inv: Invariant) -> bool {
+        self.invariants().contains(&inv)
     }
 
     /// The model mutation realised, if any.
@@ -91,10 +105,15 @@ impl Kill {
 
     /// What a killing finding is, as a person reads it.
     pub fn wanted(self) -> String {
-        match self.invariant() {
-            Some(inv) => format!("a violation of invariant {} ({inv})", inv.number()),
-            None => "a stall (a row lock held across a blocking acquire's sleep)".to_string(),
+        let invariants = self.invariants();
+        if invariants.is_empty() {
+            return "a stall (a row lock held across a blocking acquire's sleep)".to_string();
         }
+        let named: Vec<String> = invariants
+            .iter()
+            .map(|inv| format!("invariant {} ({inv})", inv.number()))
+            .collect();
+        format!("a violation of {}", named.join(" or "))
     }
 }
 
@@ -180,11 +199,12 @@ impl Entry {
         }
     }
 
-    /// The invariant it breaks (none for a lock-behaviour mutant: its finding is a stall).
-    pub fn invariant(&self) -> Option<Invariant> {
+    /// The invariants a verdict that kills it may name (none for a lock-behaviour mutant:
+    /// its finding is a stall).
+    pub fn invariants(&self) -> Vec<Invariant> {
         match self {
-            Entry::Sql(m) => m.kill.invariant(),
-            Entry::ModelOnly(m) => m.mutation.expected(),
+            Entry::Sql(m) => m.kill.invariants(),
+            Entry::ModelOnly(m) => m.mutation.expected().into_iter().collect(),
         }
     }
 

@@ -48,16 +48,16 @@ impl fmt::Display for Judged {
 
 /// Whether `outcome` kills a mutant that `kill` describes.
 pub fn judge(kill: Kill, outcome: &Outcome) -> Judged {
-    match (kill.invariant(), outcome) {
-        (Some(want), Outcome::Violation(v)) if v.invariant == want => Judged::Killed,
-        (Some(_), Outcome::Violation(v)) => Judged::OtherInvariant(v.invariant),
-        (None, Outcome::Stall(_)) => Judged::Killed,
-        (None, Outcome::Violation(_)) => Judged::OtherFinding("violation"),
-        (Some(_), Outcome::Stall(_)) => Judged::OtherFinding("stall"),
-        (_, Outcome::Malformed { .. }) => Judged::OtherFinding("malformed answer"),
-        (_, Outcome::Linearizable(_)) => Judged::Survived,
-        (_, Outcome::Unknown(_)) => Judged::Unknown,
-        (_, Outcome::Infrastructure(_)) => Judged::Infrastructure,
+    match outcome {
+        Outcome::Violation(v) if kill.named_by(v.invariant) => Judged::Killed,
+        Outcome::Violation(_) if kill == Kill::Stall => Judged::OtherFinding("violation"),
+        Outcome::Violation(v) => Judged::OtherInvariant(v.invariant),
+        Outcome::Stall(_) if kill == Kill::Stall => Judged::Killed,
+        Outcome::Stall(_) => Judged::OtherFinding("stall"),
+        Outcome::Malformed { .. } => Judged::OtherFinding("malformed answer"),
+        Outcome::Linearizable(_) => Judged::Survived,
+        Outcome::Unknown(_) => Judged::Unknown,
+        Outcome::Infrastructure(_) => Judged::Infrastructure,
     }
 }
 
@@ -129,6 +129,11 @@ mod tests {
         let race = Kill::Breaks(Invariant::LapseIsFinal);
         assert!(judge(race, &violation(Invariant::LapseIsFinal)).is_kill());
         assert!(!judge(race, &violation(Invariant::InspectConsistent)).is_kill());
+
+        let either = Kill::BreaksEither(Invariant::InspectConsistent, Invariant::FailClosed);
+        assert!(judge(either, &violation(Invariant::InspectConsistent)).is_kill());
+        assert!(judge(either, &violation(Invariant::FailClosed)).is_kill());
+        assert!(!judge(either, &violation(Invariant::LapseIsFinal)).is_kill());
 
         assert_eq!(judge(Kill::Stall, &stall()), Judged::Killed);
         assert_eq!(
