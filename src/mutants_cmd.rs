@@ -32,8 +32,9 @@ pub struct MutantsArgs {
     /// More and longer campaigns per mutant (10 free-running of 5,000 calls, 300 plans).
     #[arg(long)]
     pub full: bool,
-    /// Write each mutant as a standalone extension, DIR/pg_lease_<name>/ (control file and
-    /// scripts), and exit: `leasecheck gate --extension DIR/pg_lease_<name>` checks one.
+    /// Write each mutant as a standalone extension, DIR/pg_lease_<name>/ (the control file,
+    /// the versioned scripts CREATE EXTENSION runs, and the same as one install.sql), and
+    /// exit.
     #[arg(long, value_name = "DIR")]
     pub export: Option<PathBuf>,
     /// Print the whole catalogue (SQL mutants and model mutations without one) as a
@@ -146,7 +147,12 @@ fn invariants(list: &[model::Invariant]) -> String {
     numbers.join(" or ")
 }
 
-/// Writes each mutant's control file and scripts into `dir/pg_lease_<name>/`.
+/// The one-file install script of an exported mutant (not named `<extension>--*.sql`, so a
+/// reader of the directory's versioned scripts ignores it).
+const INSTALL_SQL: &str = "install.sql";
+
+/// Writes each mutant's control file and scripts into `dir/pg_lease_<name>/`, and both
+/// scripts as one, `install.sql`.
 fn export(selected: &[&'static Mutant], dir: &Path) -> anyhow::Result<()> {
     for m in selected {
         let files = ExtensionFiles::mutant(m)?;
@@ -159,6 +165,16 @@ fn export(selected: &[&'static Mutant], dir: &Path) -> anyhow::Result<()> {
             let path = sub.join(name);
             std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
         }
+        // The same definitions as one install script (the base, then the update: what
+        // CREATE EXTENSION runs), for a gate given one SQL file and the control file.
+        let install: String = files
+            .scripts
+            .iter()
+            .map(|(_, text)| text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let path = sub.join(INSTALL_SQL);
+        std::fs::write(&path, install).with_context(|| format!("writing {}", path.display()))?;
         println!("{}: {}", sub.display(), m.breaks);
     }
     Ok(())

@@ -61,18 +61,26 @@ fn export_writes_each_mutant_as_a_standalone_extension() {
         assert_eq!(
             files,
             vec![
+                "install.sql".to_string(),
                 format!("{name}--0.1.0--0.2.0.sql"),
                 format!("{name}--0.1.0.sql"),
                 format!("{name}.control"),
             ],
             "{name}"
         );
-        let update = std::fs::read_to_string(sub.join(&files[0])).expect("the update script");
+        let install = std::fs::read_to_string(sub.join("install.sql")).expect("install.sql");
+        let base = std::fs::read_to_string(sub.join(&files[2])).expect("the base script");
+        assert!(
+            install.starts_with(&base),
+            "{name}: install.sql begins with the base"
+        );
+        assert!(install.ends_with(&update_text(&sub, &files[1])), "{name}");
+        let update = update_text(&sub, &files[1]);
         assert_ne!(update, harness::extension::SCRIPT, "{name}: not mutated");
         for (_, to) in m.edits {
             assert!(update.contains(to), "{name}: edit not applied");
         }
-        let control = std::fs::read_to_string(sub.join(&files[2])).expect("the control file");
+        let control = std::fs::read_to_string(sub.join(&files[3])).expect("the control file");
         assert!(control.contains("default_version = '0.2.0'"), "{control}");
     }
     // One mutant only, by name.
@@ -97,6 +105,10 @@ fn an_unknown_mutant_is_refused_with_the_known_names() {
     assert!(names(dir.path()).is_empty());
 }
 
+fn update_text(dir: &Path, file: &str) -> String {
+    std::fs::read_to_string(dir.join(file)).expect("the update script")
+}
+
 fn names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .expect("a directory")
@@ -109,4 +121,51 @@ fn names(dir: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// An exported `install.sql` is one whole install: given as the only script of an
+/// extension, `CREATE EXTENSION` installs 0.2.0 with the mutant's definitions on a real
+/// server (a throwaway cluster of the first tested major).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exported_install_sql_installs_the_mutant() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let out_dir = dir.path().to_str().expect("a UTF-8 path");
+    let (code, _, err) = mutants(&["--export", out_dir, "--mutant", "release_keeps_epoch"]);
+    assert_eq!(code, 0, "{err}");
+    let sub = dir.path().join("pg_lease_release_keeps_epoch");
+    let name = "pg_lease_export_install_sql";
+    let files = harness::extension::ExtensionFiles {
+        name: name.to_string(),
+        control: std::fs::read_to_string(sub.join("pg_lease_release_keeps_epoch.control"))
+            .expect("the control file"),
+        scripts: vec![(
+            format!("{name}--0.2.0.sql"),
+            std::fs::read_to_string(sub.join("install.sql")).expect("install.sql"),
+        )],
+    };
+    let cluster = harness::pg::shared(harness::pg::test_majors()[0]).expect("a cluster");
+    files
+        .install(cluster.install())
+        .expect("the files installed");
+    let db = cluster
+        .fresh_database_with("export", name)
+        .await
+        .expect("CREATE EXTENSION from install.sql");
+    let client = cluster.connect(&db).await.expect("a connection");
+    let version = harness::extension::installed_version(&client, name)
+        .await
+        .expect("the version query");
+    assert_eq!(version.as_deref(), Some("0.2.0"));
+    let release: String = client
+        .query_one(
+            "SELECT prosrc FROM pg_catalog.pg_proc WHERE oid = 'lease.release(text,text,bigint)'::regprocedure",
+            &[],
+        )
+        .await
+        .expect("lease.release exists")
+        .get(0);
+    let mutant = harness::mutants::find("release_keeps_epoch").expect("catalogued");
+    assert!(release.contains(mutant.edits[0].1), "{release}");
+    // Negative control: the shipped definition is not what was installed.
+    assert!(!release.contains(mutant.edits[0].0), "{release}");
 }
