@@ -98,7 +98,7 @@ pub fn shared_owner_workload() -> Workload {
 
 /// The plans of a stepped hunt: 2-3 processes on one key, so every call contends for one
 /// row, the first two acting as one owner (two sessions of one client, so one can hold the
-/// lease's row lock in a transaction while the other calls on the lease); a transaction in a third of a process's turns (READ COMMITTED, the only level
+/// lease's row lock in a transaction while the other calls on the lease); a transaction in half of a process's turns (READ COMMITTED, the only level
 /// pg_lease's calls accept), so a call waits on a row lock held across steps; blocking
 /// acquires in a quarter of the calls, mostly waiting 250 ms; TTLs of 20 ms (lapses while
 /// calls wait) to 5 s (a waiter outlasts its sleeps); no invalid input (the free-running
@@ -109,7 +109,7 @@ pub fn contended_plans() -> PlanConfig {
         (Interval::millis(20), 2),
         (Interval::millis(60), 2),
         (Interval::millis(250), 2),
-        (Interval::secs(5), 3),
+        (Interval::secs(5), 4),
     ];
     workload.waits = vec![(Interval::millis(50), 1), (Interval::millis(250), 3)];
     workload.mix = OpMix {
@@ -119,7 +119,7 @@ pub fn contended_plans() -> PlanConfig {
         release: 15,
         inspect: 10,
     };
-    workload.txn_percent = 35;
+    workload.txn_percent = 50;
     workload.rollback_percent = 15;
     workload.invalid_percent = 0;
     workload.isolations = vec![Isolation::ReadCommitted];
