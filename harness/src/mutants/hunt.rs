@@ -98,11 +98,11 @@ pub fn shared_owner_workload() -> Workload {
 
 /// The plans of a stepped hunt: 2-3 processes on one key, so every call contends for one
 /// row, the first two acting as one owner (two sessions of one client, so one can hold the
-/// lease's row lock in a transaction while the other calls on the lease); a transaction in half of a process's turns (READ COMMITTED, the only level
-/// pg_lease's calls accept), so a call waits on a row lock held across steps; blocking
-/// acquires in a quarter of the calls, mostly waiting 250 ms; TTLs of 20 ms (lapses while
-/// calls wait) to 5 s (a waiter outlasts its sleeps); no invalid input (the free-running
-/// campaigns have it).
+/// lease's row lock in a transaction while the other calls on the lease); a transaction in
+/// half of a process's turns (READ COMMITTED, the only level pg_lease's calls accept), so
+/// a call waits on a row lock held across steps; blocking acquires in a quarter of the
+/// calls, mostly waiting 250 ms; TTLs of 20 ms (lapses while calls wait) to 5 s (a waiter
+/// outlasts its sleeps); no invalid input (the free-running campaigns have it).
 pub fn contended_plans() -> PlanConfig {
     let mut workload = stepped::stepped_workload();
     workload.ttls = vec![
