@@ -309,7 +309,7 @@ BEGIN
     },
     Mutant {
         name: "inspect_uses_now",
-        breaks: "inspect judges expiry by now() (the transaction's start) instead of the current clock: inside a transaction it reports a lapsed lease as held, an answer only a time before the call explains",
+        breaks: "inspect judges expiry by now() (the transaction's start) instead of the current clock: inside a transaction it reports a lapsed lease as held (an answer only a time before the call explains)",
         kill: Kill::BreaksEither(
             Invariant::InspectConsistent,
             Invariant::DurabilityAndTimeAuthority,
