@@ -2,9 +2,9 @@
 //! PG 15 by a history campaign's verdict naming its invariant (a stall, for the
 //! lock-behaviour mutants), and pg_lease comes out linearizable with no stall on the same
 //! campaigns. Seeds are fixed (`HuntOptions::quick`): a hunt tries them in order and stops
-//! at the first kill, so the seed that killed each mutant is printed and replays with
-//! `leasecheck check --target mutant:NAME --seed S` (stepped plans exactly; free-running
-//! campaigns vary with the real interleaving).
+//! at the first kill, and the seed that killed each mutant is printed; `leasecheck mutants
+//! --mutant NAME` runs the same hunt (stepped plans replay exactly; free-running campaigns
+//! replay their plans, not the real interleaving, so their killing seed can vary).
 
 use harness::mutants::{self, HuntOptions, HuntReport, Kill, Mode, Mutant, Status};
 use harness::pg::{shared, test_majors};
