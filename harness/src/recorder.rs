@@ -69,6 +69,9 @@ pub enum RecorderError {
     /// The history could not be written or is not a valid history (a recorder bug).
     #[error(transparent)]
     Record(#[from] RecordError),
+    /// An injected lapse was refused (e.g. the role may not write `lease.leases`).
+    #[error("cannot inject a lapse of {key:?}: {detail}")]
+    Lapse { key: String, detail: String },
 }
 
 /// How the recorder runs its calls.
@@ -187,6 +190,54 @@ impl Recorder {
             detail: detail.into(),
         };
         self.with_store(|s| s.nemesis(record))
+    }
+
+    /// The clock-independent lapse: the lease on `key`, if held and live, expires at the
+    /// server's current time ([`crate::client::expire`], on a connection of its own as the
+    /// recorder's role, which must be allowed to write `lease.leases`). Recorded as a
+    /// `lapse` nemesis event with the server window around the step; returns whether a
+    /// live lease was found (`None`: the answer was lost, which the checker allows for).
+    pub async fn lapse(&self, key: &str) -> Result<Option<bool>, RecorderError> {
+        let started = self.nemesis_start("lapse");
+        let step = async {
+            let client = self.open().await.map_err(crate::client::classify)?;
+            let t0 = crate::client::server_now(&client).await?;
+            let applied = crate::client::expire(&client, key).await?;
+            let t1 = crate::client::server_now(&client).await?;
+            Ok::<_, crate::client::LeaseError>((t0, applied, t1))
+        };
+        let (server, applied, detail) = match tokio::time::timeout(self.call_timeout, step).await {
+            Ok(Ok((t0, applied, t1))) => {
+                let span = model::Span::new(
+                    model::Ts(t0.timestamp_micros()),
+                    model::Ts(t1.timestamp_micros()),
+                );
+                (
+                    span.ok(),
+                    Some(applied),
+                    format!("expire {key:?} (injected lapse)"),
+                )
+            }
+            Ok(Err(e)) if !e.is_unknown() => {
+                return Err(RecorderError::Lapse {
+                    key: key.to_string(),
+                    detail: e.to_string(),
+                })
+            }
+            Ok(Err(e)) => (None, None, format!("expire {key:?}: answer lost ({e})")),
+            Err(_) => (
+                None,
+                None,
+                format!("expire {key:?}: no answer within {:?}", self.call_timeout),
+            ),
+        };
+        let effect = NemesisEffect::Lapse {
+            key: key.to_string(),
+            server,
+            applied,
+        };
+        self.nemesis_end(started, effect, detail)?;
+        Ok(applied)
     }
 
     /// Ends the history: waits for every record to be written, checks the history obeys
@@ -349,6 +400,12 @@ impl Session {
     /// The server process (backend pid) of the session's connection.
     pub fn backend_pid(&self) -> Option<i32> {
         self.conn.as_ref().map(|c| c.backend_pid)
+    }
+
+    /// The session's connection, for statements outside the recorded calls (e.g. a
+    /// setting, or a look at the transaction's own state); `None` before it connected.
+    pub fn connection(&self) -> Option<&Client> {
+        self.conn.as_ref().map(|c| &c.client)
     }
 
     /// The open transaction's id.
