@@ -5,6 +5,7 @@ mod check_history_cmd;
 mod gate;
 mod image_cmd;
 mod model_cmd;
+mod mutants_cmd;
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
@@ -46,6 +47,10 @@ enum Command {
     /// Build the container images of the gate's container backend, offline from registries.
     #[command(subcommand)]
     Image(image_cmd::ImageCommand),
+    /// Hunt every SQL mutant with history campaigns and print the kill rate (exit 0 all
+    /// killed and pg_lease clean, 1 a survivor, 2 an infrastructure failure); --export
+    /// writes each mutant as a standalone extension.
+    Mutants(mutants_cmd::MutantsArgs),
 }
 
 #[derive(Debug, clap::Args, Default)]
@@ -89,6 +94,7 @@ fn main() {
         // A campaign that could not run is no finding about the target.
         Command::Check(_) => check_cmd::EXIT_INFRASTRUCTURE,
         Command::Gate(_) => gate::EXIT_INFRASTRUCTURE,
+        Command::Mutants(_) => mutants_cmd::EXIT_INFRASTRUCTURE,
         _ => EXIT_FAILED,
     };
     match real_main(command) {
@@ -132,6 +138,7 @@ fn real_main(command: Command) -> anyhow::Result<i32> {
         Command::Check(args) => check_cmd::run(&args),
         Command::Gate(args) => gate::run(&args),
         Command::Image(command) => image_cmd::run(&command).map(|()| EXIT_OK),
+        Command::Mutants(args) => mutants_cmd::run(&args),
     }
 }
 

@@ -258,125 +258,8 @@ pub fn default_version(control: &str) -> Option<String> {
     })
 }
 
-/// A deliberately broken pg_lease, used as a negative control: the checks
-/// named in `caught_by` must fail against it.
-#[derive(Debug, Clone, Copy)]
-pub struct Mutant {
-    pub name: &'static str,
-    /// What the mutation breaks.
-    pub breaks: &'static str,
-    /// Exact (unique) text replacements applied to the 0.2.0 definitions ([`SCRIPT`]).
-    pub edits: &'static [(&'static str, &'static str)],
-    /// Conformance checks that must fail against this mutant.
-    pub caught_by: &'static [&'static str],
-}
-
-/// A mutant edit that no longer matches the script (the script changed).
-#[derive(Debug, thiserror::Error)]
-#[error("mutant {mutant}: the text {pattern:?} occurs {count} times in the script, expected exactly once")]
-pub struct StaleMutant {
-    pub mutant: &'static str,
-    pub pattern: &'static str,
-    pub count: usize,
-}
-
-/// The negative controls of the conformance suite.
-pub const MUTANTS: &[Mutant] = &[
-    Mutant {
-        name: "release_keeps_epoch",
-        breaks: "release frees the key without advancing the epoch",
-        edits: &[(
-            "SET owner = NULL,\n                   expires_at = NULL,\n                   epoch = l.epoch + 1",
-            "SET owner = NULL,\n                   expires_at = NULL,\n                   epoch = l.epoch",
-        )],
-        caught_by: &["release_frees_and_advances_the_epoch"],
-    },
-    Mutant {
-        name: "renew_ignores_expiry",
-        breaks: "renew (and release) succeed on a lapsed lease: neither the lock-free read nor the check under the lock looks at the expiry",
-        edits: &[
-            ("        WHEN v_expires <= clock_timestamp() THEN 'lapsed'\n", ""),
-            (
-                "AND v_epoch = p_epoch AND v_expires > v_now THEN",
-                "AND v_epoch = p_epoch THEN",
-            ),
-        ],
-        caught_by: &[
-            "renew_and_release_statuses_follow_precedence",
-            "lapsed_lease_is_taken_over_at_once_with_a_greater_epoch",
-            "downtime_never_extends_ownership",
-        ],
-    },
-    Mutant {
-        name: "takeover_reuses_epoch",
-        breaks: "a grant over a free or lapsed row keeps the old epoch",
-        edits: &[(
-            "SET owner = p_owner,\n               epoch = l.epoch + 1,",
-            "SET owner = p_owner,\n               epoch = l.epoch,",
-        )],
-        caught_by: &[
-            "release_frees_and_advances_the_epoch",
-            "lapsed_lease_is_taken_over_at_once_with_a_greater_epoch",
-        ],
-    },
-    Mutant {
-        name: "acquire_ignores_holder",
-        breaks: "acquire takes a key away from its live holder",
-        edits: &[
-            (
-                "IF v_found AND v_owner IS NOT NULL AND v_expires > v_now THEN",
-                "IF v_found AND v_owner IS NOT NULL AND v_expires > v_now AND v_owner = acquire.owner COLLATE \"C\" THEN",
-            ),
-            (
-                "IF v_owner IS NULL OR v_expires <= v_now THEN",
-                "IF true THEN",
-            ),
-        ],
-        caught_by: &[
-            "denied_acquire_returns_nulls_and_writes_nothing",
-            "exactly_one_of_concurrent_acquirers_wins",
-        ],
-    },
-    Mutant {
-        name: "probe_locks_the_row",
-        breaks: "the acquire probe takes a row lock (denied acquires write; waiters stall the holder)",
-        edits: &[(
-            "WHERE l.key = acquire.key COLLATE \"C\";\n        v_found := FOUND;",
-            "WHERE l.key = acquire.key COLLATE \"C\" FOR UPDATE;\n        v_found := FOUND;",
-        )],
-        caught_by: &[
-            "denied_acquire_returns_nulls_and_writes_nothing",
-            "blocking_waiters_never_stall_the_holders_renew",
-        ],
-    },
-    Mutant {
-        name: "lost_race_keeps_row_lock",
-        breaks: "a lost write attempt of a blocking acquire is not rolled back: its row lock is kept across the waiter's sleeps",
-        edits: &[(
-            "                    RAISE EXCEPTION USING ERRCODE = 'LE001';",
-            "                    NULL;",
-        )],
-        caught_by: &["a_waiter_that_lost_a_race_never_stalls_the_holders_renew"],
-    },
-    Mutant {
-        name: "inspect_shows_lapsed_as_held",
-        breaks: "inspect reports a lapsed lease as held",
-        edits: &[(
-            "LATERAL (SELECT l.owner IS NOT NULL AND l.expires_at > clock_timestamp() AS live)",
-            "LATERAL (SELECT l.owner IS NOT NULL AS live)",
-        )],
-        caught_by: &["inspect_tells_never_leased_free_held_and_lapsed_apart"],
-    },
-    Mutant {
-        name: "no_key_length_limit",
-        breaks: "oversized keys reach the btree and fail with 54000 instead of 22023",
-        edits: &[(
-            "SELECT value IS NULL OR pg_catalog.octet_length(value) NOT BETWEEN 1 AND 1024",
-            "SELECT value IS NULL OR pg_catalog.octet_length(value) NOT BETWEEN 1 AND 1000000",
-        )],
-        caught_by: &["invalid_input_is_22023_naming_every_violation_and_changes_nothing"],
-    },
-];
+/// The SQL mutants live in the one catalogue, [`crate::mutants`].
+pub use crate::mutants::{Mutant, StaleMutant, MUTANTS};
 
 impl ExtensionFiles {
     /// pg_lease unchanged, under another extension name (the control for mutant runs).
@@ -390,19 +273,17 @@ impl ExtensionFiles {
 
     /// The mutant as an extension of its own, `pg_lease_<mutant name>`.
     pub fn mutant(m: &Mutant) -> Result<ExtensionFiles, StaleMutant> {
-        let mut script = SCRIPT.to_string();
-        for (from, to) in m.edits {
-            let count = script.matches(from).count();
-            if count != 1 {
-                return Err(StaleMutant {
-                    mutant: m.name,
-                    pattern: from,
-                    count,
-                });
-            }
-            script = script.replacen(from, to, 1);
-        }
-        let name = format!("{NAME}_{}", m.name);
+        ExtensionFiles::edited(m.name, m.edits)
+    }
+
+    /// pg_lease with `edits` applied to its 0.2.0 definitions ([`SCRIPT`]), each to exactly
+    /// one occurrence of its text, as an extension of its own, `pg_lease_<name>`.
+    pub fn edited(
+        name: &'static str,
+        edits: &'static [(&'static str, &'static str)],
+    ) -> Result<ExtensionFiles, StaleMutant> {
+        let script = crate::mutants::apply(name, SCRIPT, edits)?;
+        let name = format!("{NAME}_{name}");
         Ok(ExtensionFiles {
             scripts: scripts(&name, script),
             control: CONTROL.to_string(),

@@ -14,6 +14,7 @@ pub mod fate;
 pub mod fenced;
 pub mod installcheck;
 pub mod matrix;
+pub mod mutants;
 pub mod pg;
 pub mod recorder;
 pub mod security;

@@ -20,7 +20,7 @@
 pub mod hostile;
 pub mod tools;
 
-use crate::extension::Mutant;
+use crate::extension::{ExtensionFiles, StaleMutant};
 use crate::pg::{quote_ident, Cluster, PgError};
 use chrono::{DateTime, Utc};
 use std::collections::BTreeSet;
@@ -267,10 +267,30 @@ pub async fn run_against(
 /// No check may take longer (a hang is an infrastructure failure).
 const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// A deliberately weakened pg_lease build: a negative control of this suite (not a lease
+/// bug, so not in the mutant catalogue of [`crate::mutants`]).
+#[derive(Clone, Copy, Debug)]
+pub struct SecurityMutant {
+    pub name: &'static str,
+    /// What the weakening breaks.
+    pub breaks: &'static str,
+    /// Exact (unique) text replacements applied to the 0.2.0 definitions.
+    pub edits: &'static [(&'static str, &'static str)],
+    /// Security checks that must fail against it.
+    pub caught_by: &'static [&'static str],
+}
+
+impl SecurityMutant {
+    /// The build as an extension of its own, `pg_lease_<name>`.
+    pub fn files(&self) -> Result<ExtensionFiles, StaleMutant> {
+        ExtensionFiles::edited(self.name, self.edits)
+    }
+}
+
 /// Deliberately weakened pg_lease builds: each must fail exactly the named security checks,
 /// by a violation (the negative controls of this suite).
-pub const MUTANTS: &[Mutant] = &[
-    Mutant {
+pub const MUTANTS: &[SecurityMutant] = &[
+    SecurityMutant {
         name: "sec_acquire_search_path_unpinned",
         breaks: "lease.acquire runs as its owner with the caller's search_path",
         edits: &[(
@@ -287,7 +307,7 @@ pub const MUTANTS: &[Mutant] = &[
             "planted_functions_and_operators_never_run_inside_lease_calls",
         ],
     },
-    Mutant {
+    SecurityMutant {
         name: "sec_installer_may_update",
         breaks: "the installing role may UPDATE lease.leases (rewind epochs)",
         edits: &[(
@@ -299,7 +319,7 @@ pub const MUTANTS: &[Mutant] = &[
             "the_installer_reaches_lease_state_only_through_the_api",
         ],
     },
-    Mutant {
+    SecurityMutant {
         name: "sec_helper_executable_by_public",
         breaks: "PUBLIC may execute the internal helper lease._take",
         edits: &[(
@@ -311,7 +331,7 @@ pub const MUTANTS: &[Mutant] = &[
             "a_hostile_role_is_denied_everything_but_the_api",
         ],
     },
-    Mutant {
+    SecurityMutant {
         name: "sec_trigger_runs_as_definer",
         breaks: "the durability trigger function is SECURITY DEFINER",
         edits: &[(

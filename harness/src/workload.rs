@@ -64,6 +64,11 @@ pub enum Names {
     /// owners that differ only in letter case, so that a comparison under a
     /// case-insensitive collation confuses them (byte-wise they are distinct).
     CaseTwins,
+    /// [`key_pool`], and owners shared by pairs of processes: slots `2i` and `2i + 1` act
+    /// as one owner, [`owner_name`]`(i)` (two connections of one client), so one session
+    /// can hold the row lock of a lease (a renew in an open transaction) while another
+    /// session of the same owner calls on it.
+    SharedOwners,
 }
 
 /// The keys of [`Names::CaseTwins`], in order: each even entry's twin follows it.
@@ -275,7 +280,7 @@ impl Workload {
     /// The keys in use.
     pub fn key_names(&self) -> Vec<String> {
         let mut pool = match self.names {
-            Names::Awkward => key_pool(),
+            Names::Awkward | Names::SharedOwners => key_pool(),
             Names::CaseTwins => twin_key_pool(),
         };
         pool.truncate(self.keys as usize);
@@ -287,6 +292,7 @@ impl Workload {
         match self.names {
             Names::Awkward => owner_name(slot),
             Names::CaseTwins => twin_owner_name(slot),
+            Names::SharedOwners => owner_name(slot / 2),
         }
     }
 
@@ -319,6 +325,7 @@ impl Workload {
             "names": match self.names {
                 Names::Awkward => "awkward",
                 Names::CaseTwins => "case-twins",
+                Names::SharedOwners => "shared-owners",
             },
         })
     }

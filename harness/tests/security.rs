@@ -168,7 +168,7 @@ async fn every_security_mutant_is_caught_by_the_checks_that_guard_it() {
     let names: Vec<&str> = security::checks().iter().map(|c| c.name).collect();
     let mut escaped = Vec::new();
     for mutant in security::MUTANTS {
-        let files = ExtensionFiles::mutant(mutant).expect("the mutant's edits match the script");
+        let files = mutant.files().expect("the mutant's edits match the script");
         files.install(&install).expect("install the mutant's files");
         for want in mutant.caught_by {
             assert!(

@@ -793,16 +793,8 @@ pub fn call_strategy() -> impl Strategy<Value = Call> {
 }
 
 /// A pg_lease whose interval validation has no upper bound (negative control: a 200-year
-/// ttl must be 22023).
-pub const NO_INTERVAL_CAP: Mutant = Mutant {
-    name: "hostile_no_interval_cap",
-    breaks: "ttl and wait have no upper bound",
-    edits: &[(
-        "        OR (NOT allow_zero AND value = interval '0')\n        OR value > interval '100 years'\n",
-        "        OR (NOT allow_zero AND value = interval '0')\n",
-    )],
-    caught_by: &[],
-};
+/// ttl must be 22023); catalogued in [`crate::mutants`].
+pub const NO_INTERVAL_CAP: Mutant = crate::mutants::NO_INTERVAL_CAP;
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,322 @@
+//! The one mutant catalogue: the model's spec mutations ([`model::Mutation`]) and the
+//! harness's SQL mutants of pg_lease, each naming what it breaks and how it is killed.
+//!
+//! A SQL mutant ([`Mutant`]) is a set of exact, unique text replacements of the 0.2.0 update
+//! script ([`crate::extension::SCRIPT`]), installed as an extension of its own,
+//! `pg_lease_<name>` (a stale edit is a typed error, [`StaleMutant`]). What kills it is its
+//! [`Kill`]:
+//! - [`Kill::Realises`]: it is the SQL form of a model mutation; a history verdict must name
+//!   that mutation's invariant, [`Mutation::expected`] (referenced, never restated);
+//! - [`Kill::Breaks`]: a race the model's spec mutations have no counterpart for (the spec
+//!   is atomic; these bugs live between the statements of one call); a history verdict must
+//!   name this invariant;
+//! - [`Kill::Stall`]: lock behaviour. Such a mutant answers as pg_lease does, only later,
+//!   and a late answer is linearizable, so the checker cannot see it in a history by
+//!   design; a stepped run sees the holder's call wait for a sleeping waiter's row lock
+//!   and reports a stall ([`crate::stepped::Stall`]).
+//!
+//! Every model mutation is in the catalogue ([`catalogue`]): with the SQL mutants that
+//! realise it, or as a [`ModelOnly`] entry saying why it has no SQL form and what kills it
+//! (the stateright model's negative controls, `model/tests/negative_controls.rs`).
+//!
+//! [`hunt`] runs the campaigns that kill a SQL mutant (I/O); [`judge`] decides, purely,
+//! whether a campaign's outcome kills it.
+
+mod catalogue;
+pub mod hunt;
+mod judge;
+
+pub use catalogue::{MODEL_ONLY, MUTANTS, NO_INTERVAL_CAP};
+pub use hunt::{control, hunt, hunt_with, HuntOptions, HuntReport, Run, Status};
+pub use judge::{judge, judge_control, Judged};
+
+use model::{Invariant, Mutation};
+use std::fmt;
+
+/// How a campaign finds a mutant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mode {
+    /// A free-running campaign: real concurrency on tokio tasks ([`crate::campaign`]).
+    Free,
+    /// Stepped plans from seeds ([`crate::stepped`]): one step at a time, a blocked step
+    /// left waiting while the plan goes on, so lock waits last across other steps.
+    Stepped,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Free => "free",
+            Mode::Stepped => "stepped",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What kills a SQL mutant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kill {
+    /// The mutant is this model mutation in SQL: a history verdict must name its invariant
+    /// ([`Mutation::expected`]).
+    Realises(Mutation),
+    /// A bug with no model-mutation counterpart (a race between the statements of one
+    /// call): a history verdict must name this invariant.
+    Breaks(Invariant),
+    /// A bug whose histories show two symptoms, which the checker names by different
+    /// invariants depending on which one it meets first: a verdict must name one of them.
+    BreaksEither(Invariant, Invariant),
+    /// Lock behaviour a history cannot show: a stepped run must report a stall.
+    Stall,
+}
+
+impl Kill {
+    /// The invariants a killing verdict may name (none for a stall).
+    pub fn invariants(self) -> Vec<Invariant> {
+        match self {
+            Kill::Realises(m) => m.expected().into_iter().collect(),
+            Kill::Breaks(inv) => vec![inv],
+            Kill::BreaksEither(a, b) => vec![a, b],
+            Kill::Stall => vec![],
+        }
+    }
+
+    /// The first invariant a killing verdict may name (none for a stall).
+    pub fn invariant(self) -> Option<Invariant> {
+        self.invariants().first().copied()
+    }
+
+    /// Whether a verdict naming `inv` kills the mutant.
+    pub fn named_by(self, inv: Invariant) -> bool {
+        self.invariants().contains(&inv)
+    }
+
+    /// The model mutation realised, if any.
+    pub fn mutation(self) -> Option<Mutation> {
+        match self {
+            Kill::Realises(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// What a killing finding is, as a person reads it.
+    pub fn wanted(self) -> String {
+        let invariants = self.invariants();
+        if invariants.is_empty() {
+            return "a stall (a row lock held across a blocking acquire's sleep)".to_string();
+        }
+        let named: Vec<String> = invariants
+            .iter()
+            .map(|inv| format!("invariant {} ({inv})", inv.number()))
+            .collect();
+        format!("a violation of {}", named.join(" or "))
+    }
+}
+
+/// A deliberately broken pg_lease: a negative control of the history campaigns (and of
+/// the conformance checks named in `caught_by`).
+#[derive(Clone, Copy, Debug)]
+pub struct Mutant {
+    pub name: &'static str,
+    /// What the mutation breaks, in one sentence.
+    pub breaks: &'static str,
+    /// What kills it: the invariant a verdict must name, or a stall.
+    pub kill: Kill,
+    /// Which campaigns hunt it, in the order they are tried.
+    pub hunt: &'static [Mode],
+    /// Exact (unique) text replacements applied to the 0.2.0 definitions
+    /// ([`crate::extension::SCRIPT`]).
+    pub edits: &'static [(&'static str, &'static str)],
+    /// Conformance checks that must fail against this mutant.
+    pub caught_by: &'static [&'static str],
+}
+
+/// A mutant edit that no longer matches the script (the script changed).
+#[derive(Debug, thiserror::Error)]
+#[error("mutant {mutant}: the text {pattern:?} occurs {count} times in the script, expected exactly once")]
+pub struct StaleMutant {
+    pub mutant: &'static str,
+    pub pattern: &'static str,
+    pub count: usize,
+}
+
+/// `script` with `edits` applied, each to exactly one occurrence of its text.
+pub fn apply(
+    mutant: &'static str,
+    script: &str,
+    edits: &'static [(&'static str, &'static str)],
+) -> Result<String, StaleMutant> {
+    let mut script = script.to_string();
+    for (from, to) in edits {
+        let count = script.matches(from).count();
+        if count != 1 {
+            return Err(StaleMutant {
+                mutant,
+                pattern: from,
+                count,
+            });
+        }
+        script = script.replacen(from, to, 1);
+    }
+    Ok(script)
+}
+
+/// A model mutation with no SQL mutant: why, and what kills it.
+#[derive(Clone, Copy, Debug)]
+pub struct ModelOnly {
+    pub mutation: Mutation,
+    /// Why there is no SQL form (or what one would need).
+    pub why: &'static str,
+    /// What kills it.
+    pub killed_by: &'static str,
+}
+
+/// One entry of the catalogue.
+#[derive(Clone, Copy, Debug)]
+pub enum Entry {
+    Sql(&'static Mutant),
+    ModelOnly(&'static ModelOnly),
+}
+
+impl Entry {
+    /// The SQL mutant's name, or the model mutation's.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Entry::Sql(m) => m.name,
+            Entry::ModelOnly(m) => m.mutation.name(),
+        }
+    }
+
+    /// The model mutation this entry is or realises.
+    pub fn mutation(&self) -> Option<Mutation> {
+        match self {
+            Entry::Sql(m) => m.kill.mutation(),
+            Entry::ModelOnly(m) => Some(m.mutation),
+        }
+    }
+
+    /// The invariants a verdict that kills it may name (none for a lock-behaviour mutant:
+    /// its finding is a stall).
+    pub fn invariants(&self) -> Vec<Invariant> {
+        match self {
+            Entry::Sql(m) => m.kill.invariants(),
+            Entry::ModelOnly(m) => m.mutation.expected().into_iter().collect(),
+        }
+    }
+
+    /// What it breaks, in one sentence.
+    pub fn breaks(&self) -> &'static str {
+        match self {
+            Entry::Sql(m) => m.breaks,
+            Entry::ModelOnly(m) => m.mutation.description(),
+        }
+    }
+
+    /// How it is killed, in one line.
+    pub fn killed_by(&self) -> String {
+        match self {
+            Entry::Sql(m) => {
+                let modes: Vec<&str> = m.hunt.iter().map(|h| h.name()).collect();
+                format!("{} in a {} campaign", m.kill.wanted(), modes.join(" or "))
+            }
+            Entry::ModelOnly(m) => m.killed_by.to_string(),
+        }
+    }
+}
+
+/// The whole catalogue: every SQL mutant, then the model mutations without one.
+pub fn catalogue() -> Vec<Entry> {
+    MUTANTS
+        .iter()
+        .map(Entry::Sql)
+        .chain(MODEL_ONLY.iter().map(Entry::ModelOnly))
+        .collect()
+}
+
+/// The SQL mutant named `name`.
+pub fn find(name: &str) -> Option<&'static Mutant> {
+    MUTANTS.iter().find(|m| m.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extension::SCRIPT;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn every_edit_applies_to_the_script_exactly_once() {
+        for m in MUTANTS {
+            let mutated = apply(m.name, SCRIPT, m.edits).unwrap_or_else(|e| panic!("{e}"));
+            assert_ne!(mutated, SCRIPT, "{}: no change", m.name);
+        }
+    }
+
+    #[test]
+    fn a_stale_edit_is_a_typed_error() {
+        static EDITS: &[(&str, &str)] = &[("no such text in the script", "")];
+        let err = apply("stale", SCRIPT, EDITS).unwrap_err();
+        assert_eq!((err.mutant, err.count), ("stale", 0));
+        static TWICE: &[(&str, &str)] = &[("lease.leases", "x")];
+        assert!(apply("twice", SCRIPT, TWICE).unwrap_err().count > 1);
+    }
+
+    #[test]
+    fn names_are_unique_and_fit_an_extension_name() {
+        let names: BTreeSet<&str> = MUTANTS.iter().map(|m| m.name).collect();
+        assert_eq!(names.len(), MUTANTS.len());
+        for m in MUTANTS {
+            // pg_lease_<name> must fit NAMEDATALEN - 1 = 63 bytes.
+            assert!(m.name.len() + "pg_lease_".len() <= 63, "{}", m.name);
+            assert!(m
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'));
+            assert!(!m.hunt.is_empty(), "{}: hunted by nothing", m.name);
+        }
+    }
+
+    /// Every model mutation is in the catalogue once as model-only or realised by at least
+    /// one SQL mutant, never both.
+    #[test]
+    fn every_model_mutation_is_catalogued() {
+        for m in Mutation::ALL {
+            let realised = MUTANTS.iter().any(|s| s.kill.mutation() == Some(m));
+            let only = MODEL_ONLY.iter().filter(|o| o.mutation == m).count();
+            assert!(
+                realised != (only == 1) || (!realised && only == 1),
+                "{m}: realised {realised}, model-only entries {only}"
+            );
+            assert!(realised || only == 1, "{m} is not in the catalogue");
+            assert!(
+                !(realised && only > 0),
+                "{m} is both realised and model-only"
+            );
+        }
+        assert_eq!(
+            catalogue().len(),
+            MUTANTS.len() + MODEL_ONLY.len(),
+            "one entry per mutant"
+        );
+    }
+
+    /// A stall is what kills the lock-behaviour mutants, and only a stepped run sees one.
+    #[test]
+    fn stall_mutants_are_hunted_by_stepped_runs() {
+        for m in MUTANTS.iter().filter(|m| m.kill == Kill::Stall) {
+            assert_eq!(m.hunt, &[Mode::Stepped], "{}", m.name);
+        }
+    }
+
+    #[test]
+    fn a_realised_mutation_names_its_model_invariant() {
+        let m = find("release_keeps_epoch").unwrap();
+        assert_eq!(m.kill, Kill::Realises(Mutation::ReleaseKeepsEpoch));
+        assert_eq!(m.kill.invariant(), Mutation::ReleaseKeepsEpoch.expected());
+        assert_eq!(Entry::Sql(m).mutation(), Some(Mutation::ReleaseKeepsEpoch));
+    }
+}

@@ -1,0 +1,429 @@
+//! The entries of the catalogue: the SQL mutants (edits of the 0.2.0 update script) and the
+//! model mutations that have none.
+
+use super::{Kill, Mode, ModelOnly, Mutant};
+use model::{Invariant, Mutation};
+
+const FREE: &[Mode] = &[Mode::Free, Mode::Stepped];
+const STEPPED: &[Mode] = &[Mode::Stepped];
+const STEPPED_FIRST: &[Mode] = &[Mode::Stepped, Mode::Free];
+
+/// `_take`'s lock, clock read and decision, as shipped.
+const TAKE_LOCK_CLOCK_DECIDE: &str = "    SELECT l.owner, l.expires_at INTO v_owner, v_expires
+      FROM lease.leases AS l
+     WHERE l.key = p_key COLLATE \"C\"
+       FOR NO KEY UPDATE;
+    v_now := clock_timestamp();
+    IF v_owner IS NULL OR v_expires <= v_now THEN";
+
+/// A blocking acquire's sleep between probes, as shipped.
+const WAIT_SLEEP: &str =
+    "            -- Sleep at most 50 ms, and not past the deadline or the holder's expiry.
+            PERFORM pg_sleep(GREATEST(0.0, LEAST(0.05,
+                extract(epoch FROM v_deadline - v_now),
+                extract(epoch FROM v_expires - v_now))));
+            CONTINUE;";
+
+/// A pg_lease whose interval validation has no upper bound: a ttl or wait over 100 years
+/// is accepted (a grant instead of 22023).
+pub const NO_INTERVAL_CAP: Mutant = Mutant {
+    name: "no_interval_cap",
+    breaks: "ttl and wait have no upper bound: a ttl over 100 years is granted instead of refused with 22023",
+    kill: Kill::Breaks(Invariant::FailClosed),
+    hunt: FREE,
+    edits: &[(
+        "        OR (NOT allow_zero AND value = interval '0')\n        OR value > interval '100 years'\n",
+        "        OR (NOT allow_zero AND value = interval '0')\n",
+    )],
+    caught_by: &[],
+};
+
+/// The SQL mutants: the negative controls of the history campaigns (and, through
+/// `caught_by`, of the conformance checks).
+pub const MUTANTS: &[Mutant] = &[
+    // ---- SQL forms of model mutations --------------------------------------------------
+    Mutant {
+        name: "release_keeps_epoch",
+        breaks: "release frees the key without advancing the epoch",
+        kill: Kill::Realises(Mutation::ReleaseKeepsEpoch),
+        hunt: FREE,
+        edits: &[(
+            "SET owner = NULL,\n                   expires_at = NULL,\n                   epoch = l.epoch + 1",
+            "SET owner = NULL,\n                   expires_at = NULL,\n                   epoch = l.epoch",
+        )],
+        caught_by: &["release_frees_and_advances_the_epoch"],
+    },
+    Mutant {
+        name: "renew_ignores_expiry",
+        breaks: "renew (and release) succeed on a lapsed lease: neither the lock-free read nor the check under the lock looks at the expiry",
+        kill: Kill::Realises(Mutation::RenewIgnoresExpiry),
+        hunt: FREE,
+        edits: &[
+            ("        WHEN v_expires <= clock_timestamp() THEN 'lapsed'\n", ""),
+            (
+                "AND v_epoch = p_epoch AND v_expires > v_now THEN",
+                "AND v_epoch = p_epoch THEN",
+            ),
+        ],
+        caught_by: &[
+            "renew_and_release_statuses_follow_precedence",
+            "lapsed_lease_is_taken_over_at_once_with_a_greater_epoch",
+            "downtime_never_extends_ownership",
+        ],
+    },
+    Mutant {
+        name: "takeover_reuses_epoch",
+        breaks: "a grant over a free or lapsed row keeps the old epoch",
+        kill: Kill::Realises(Mutation::TakeoverReusesEpoch),
+        hunt: FREE,
+        edits: &[(
+            "SET owner = p_owner,\n               epoch = l.epoch + 1,",
+            "SET owner = p_owner,\n               epoch = l.epoch,",
+        )],
+        caught_by: &[
+            "release_frees_and_advances_the_epoch",
+            "lapsed_lease_is_taken_over_at_once_with_a_greater_epoch",
+        ],
+    },
+    Mutant {
+        name: "acquire_ignores_holder",
+        breaks: "acquire takes a key away from its live holder",
+        kill: Kill::Realises(Mutation::AcquireIgnoresHolder),
+        hunt: FREE,
+        edits: &[
+            (
+                "IF v_found AND v_owner IS NOT NULL AND v_expires > v_now THEN",
+                "IF v_found AND v_owner IS NOT NULL AND v_expires > v_now AND v_owner = acquire.owner COLLATE \"C\" THEN",
+            ),
+            (
+                "IF v_owner IS NULL OR v_expires <= v_now THEN",
+                "IF true THEN",
+            ),
+        ],
+        caught_by: &[
+            "denied_acquire_returns_nulls_and_writes_nothing",
+            "exactly_one_of_concurrent_acquirers_wins",
+        ],
+    },
+    Mutant {
+        name: "inspect_shows_lapsed_as_held",
+        breaks: "inspect reports a lapsed lease as held",
+        kill: Kill::Realises(Mutation::InspectShowsLapsedAsHeld),
+        hunt: FREE,
+        edits: &[(
+            "LATERAL (SELECT l.owner IS NOT NULL AND l.expires_at > clock_timestamp() AS live)",
+            "LATERAL (SELECT l.owner IS NOT NULL AS live)",
+        )],
+        caught_by: &["inspect_tells_never_leased_free_held_and_lapsed_apart"],
+    },
+    Mutant {
+        name: "release_deletes_row",
+        breaks: "release deletes the key's row: the key is never-leased again and its next grant has epoch 1",
+        kill: Kill::Realises(Mutation::ReleaseDeletesRow),
+        hunt: FREE,
+        edits: &[(
+            "            UPDATE lease.leases AS l
+               SET owner = NULL,
+                   expires_at = NULL,
+                   epoch = l.epoch + 1
+             WHERE l.key = release.key COLLATE \"C\";",
+            "            DELETE FROM lease.leases AS l
+             WHERE l.key = release.key COLLATE \"C\";",
+        )],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "renew_changes_epoch",
+        breaks: "a successful renew advances the epoch (it returns only the expiry, so the change shows in later calls)",
+        kill: Kill::Realises(Mutation::RenewChangesEpoch),
+        hunt: FREE,
+        edits: &[(
+            "               SET expires_at = (v_now AT TIME ZONE 'UTC' + renew.ttl) AT TIME ZONE 'UTC'",
+            "               SET expires_at = (v_now AT TIME ZONE 'UTC' + renew.ttl) AT TIME ZONE 'UTC',
+                   epoch = l.epoch + 1",
+        )],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "reacquire_bumps_epoch",
+        breaks: "a same-owner acquire of its live lease makes a new grant (new epoch, new expiry)",
+        kill: Kill::Realises(Mutation::ReacquireBumpsEpoch),
+        hunt: FREE,
+        edits: &[
+            (
+                "IF v_found AND v_owner IS NOT NULL AND v_expires > v_now THEN",
+                "IF v_found AND v_owner IS NOT NULL AND v_expires > v_now AND v_owner <> acquire.owner COLLATE \"C\" THEN",
+            ),
+            (
+                "IF v_owner IS NULL OR v_expires <= v_now THEN",
+                "IF v_owner IS NULL OR v_expires <= v_now OR v_owner = p_owner COLLATE \"C\" THEN",
+            ),
+        ],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "wrong_precedence",
+        breaks: "a failing renew or release reports epoch_mismatch before not_owner and lapsed",
+        kill: Kill::Realises(Mutation::WrongPrecedence),
+        hunt: FREE,
+        edits: &[(
+            "    RETURN CASE\n        WHEN NOT FOUND OR",
+            "    RETURN CASE\n        WHEN FOUND AND v_epoch <> p_epoch THEN 'epoch_mismatch'\n        WHEN NOT FOUND OR",
+        )],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "write_ignores_key",
+        breaks: "release misses the key predicate: it frees every key and advances every key's epoch \
+                 (the model's write-ignores-key for release; the checker judges each key's history \
+                 alone, where another key's holder loses its lease to a grant over it)",
+        kill: Kill::Breaks(Invariant::MutualExclusion),
+        hunt: FREE,
+        edits: &[(
+            "                   epoch = l.epoch + 1\n             WHERE l.key = release.key COLLATE \"C\";",
+            "                   epoch = l.epoch + 1;",
+        )],
+        caught_by: &[],
+    },
+    // ---- Input validation ---------------------------------------------------------------
+    Mutant {
+        name: "no_key_length_limit",
+        breaks: "oversized keys reach the btree and fail with 54000 instead of 22023",
+        kill: Kill::Breaks(Invariant::FailClosed),
+        hunt: FREE,
+        edits: &[(
+            "SELECT value IS NULL OR pg_catalog.octet_length(value) NOT BETWEEN 1 AND 1024",
+            "SELECT value IS NULL OR pg_catalog.octet_length(value) NOT BETWEEN 1 AND 1000000",
+        )],
+        caught_by: &["invalid_input_is_22023_naming_every_violation_and_changes_nothing"],
+    },
+    NO_INTERVAL_CAP,
+    // ---- Races: bugs between the statements of one call ---------------------------------
+    Mutant {
+        name: "take_reads_clock_before_lock",
+        breaks: "_take reads the clock before it locks the row (pg_lease 0.1.0's order): a grant that waited for the lock is dated before the release it waited for",
+        kill: Kill::Breaks(Invariant::MutualExclusion),
+        hunt: FREE,
+        edits: &[(
+            TAKE_LOCK_CLOCK_DECIDE,
+            "    v_now := clock_timestamp();
+    SELECT l.owner, l.expires_at INTO v_owner, v_expires
+      FROM lease.leases AS l
+     WHERE l.key = p_key COLLATE \"C\"
+       FOR NO KEY UPDATE;
+    IF v_owner IS NULL OR v_expires <= v_now THEN",
+        )],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "take_dates_grant_at_statement_start",
+        breaks: "_take dates a grant from statement_timestamp() instead of the clock it read under the lock: a blocking acquire that waited for a release or a lapse is granted from before it",
+        kill: Kill::Breaks(Invariant::MutualExclusion),
+        hunt: FREE,
+        edits: &[(
+            "               expires_at = (v_now AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'",
+            "               expires_at = (statement_timestamp() AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'",
+        )],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "take_without_row_lock",
+        breaks: "_take trusts the lock-free probe: no FOR NO KEY UPDATE and no re-check, so a racing acquirer overwrites the grant that won",
+        kill: Kill::Breaks(Invariant::MutualExclusion),
+        hunt: FREE,
+        edits: &[(
+            TAKE_LOCK_CLOCK_DECIDE,
+            "    v_now := clock_timestamp();\n    IF true THEN",
+        )],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "insert_conflict_takes_over",
+        breaks: "the first grant of a key overwrites a racing first grant (ON CONFLICT DO UPDATE instead of DO NOTHING)",
+        kill: Kill::Breaks(Invariant::MutualExclusion),
+        hunt: FREE,
+        edits: &[(
+            "        ON CONFLICT (key) DO NOTHING\n",
+            "        ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, epoch = l.epoch + 1, expires_at = EXCLUDED.expires_at\n",
+        )],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "take_epoch_from_unlocked_read",
+        breaks: "_take computes the grant's epoch from a read made before it locked the row: after waiting for a writer it reuses that writer's epoch",
+        kill: Kill::Breaks(Invariant::GrantEpochFresh),
+        hunt: FREE,
+        edits: &[
+            (
+                "    v_now     timestamptz;\nBEGIN\n    IF NOT p_exists THEN",
+                "    v_now     timestamptz;
+    v_epoch   bigint;
+BEGIN
+    SELECT l.epoch INTO v_epoch FROM lease.leases AS l WHERE l.key = p_key COLLATE \"C\";
+    IF NOT p_exists THEN",
+            ),
+            (
+                "SET owner = p_owner,\n               epoch = l.epoch + 1,",
+                "SET owner = p_owner,\n               epoch = v_epoch + 1,",
+            ),
+        ],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "lock_live_skips_expiry",
+        breaks: "_lock_live does not re-check the expiry under the lock: a renew or release that saw its lease live, then waited, succeeds after the lease lapsed",
+        kill: Kill::Breaks(Invariant::LapseIsFinal),
+        hunt: FREE,
+        edits: &[(
+            "AND v_epoch = p_epoch AND v_expires > v_now THEN",
+            "AND v_epoch = p_epoch THEN",
+        )],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "release_without_row_lock",
+        breaks: "release trusts its lock-free read: it frees the row without locking it and re-checking owner, epoch and expiry, so a release that waited for the row lock while the lease changed answers ok where the precedence rule gives another status",
+        kill: Kill::Breaks(Invariant::PrecedenceAndIsolation),
+        hunt: STEPPED_FIRST,
+        edits: &[(
+            "        IF lease._lock_live(release.key, release.owner, release.epoch) IS NOT NULL THEN",
+            "        IF true THEN",
+        )],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "reacquire_rewrites_expiry",
+        breaks: "a same-owner acquire of its live lease rewrites the expiry to now + ttl (same epoch) instead of being idempotent",
+        kill: Kill::Breaks(Invariant::ReacquireIdempotent),
+        hunt: FREE,
+        edits: &[(
+            "                acquired := true;\n                epoch := v_epoch;\n                expires_at := v_expires;",
+            "                acquired := true;
+                epoch := v_epoch;
+                UPDATE lease.leases AS l
+                   SET expires_at = (v_now AT TIME ZONE 'UTC' + acquire.ttl) AT TIME ZONE 'UTC'
+                 WHERE l.key = acquire.key COLLATE \"C\"
+                RETURNING l.expires_at INTO expires_at;",
+        )],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "inspect_uses_now",
+        breaks: "inspect judges expiry by now() (the transaction's start) instead of the current clock: inside a transaction it reports a lapsed lease as held (an answer only a time before the call explains)",
+        kill: Kill::BreaksEither(
+            Invariant::InspectConsistent,
+            Invariant::DurabilityAndTimeAuthority,
+        ),
+        hunt: FREE,
+        edits: &[(
+            "AND l.expires_at > clock_timestamp() AS live",
+            "AND l.expires_at > now() AS live",
+        )],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "wait_deadline_halved",
+        breaks: "a blocking acquire's deadline is computed from half the wait: it gives up early",
+        kill: Kill::Breaks(Invariant::PrecedenceAndIsolation),
+        hunt: FREE,
+        edits: &[(
+            "v_deadline := (clock_timestamp() AT TIME ZONE 'UTC' + acquire.wait) AT TIME ZONE 'UTC';",
+            "v_deadline := (clock_timestamp() AT TIME ZONE 'UTC' + acquire.wait / 2) AT TIME ZONE 'UTC';",
+        )],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "wait_deadline_from_transaction_start",
+        breaks: "a blocking acquire's deadline is counted from now() (the transaction's start): inside a transaction it gives up early",
+        kill: Kill::Breaks(Invariant::PrecedenceAndIsolation),
+        hunt: FREE,
+        edits: &[(
+            "v_deadline := (clock_timestamp() AT TIME ZONE 'UTC' + acquire.wait) AT TIME ZONE 'UTC';",
+            "v_deadline := (now() AT TIME ZONE 'UTC' + acquire.wait) AT TIME ZONE 'UTC';",
+        )],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "wait_probes_once",
+        breaks: "a blocking acquire that finds the key held sleeps to its deadline and gives up without probing again: it misses a release or a lapse during its wait",
+        kill: Kill::Breaks(Invariant::LapseIsFinal),
+        hunt: FREE,
+        edits: &[(
+            WAIT_SLEEP,
+            "            PERFORM pg_sleep(GREATEST(0.0, extract(epoch FROM v_deadline - v_now)));
+            RAISE EXCEPTION 'lease.acquire: wait of % exhausted: the key is still held by another owner', acquire.wait
+                USING ERRCODE = 'query_canceled';",
+        )],
+        caught_by: &[],
+    },
+    // ---- Lock behaviour: stalls, which a history cannot show -------------------------
+    Mutant {
+        name: "probe_locks_the_row",
+        breaks: "the acquire probe takes a row lock (denied acquires write; waiters stall the holder)",
+        kill: Kill::Stall,
+        hunt: STEPPED,
+        edits: &[(
+            "WHERE l.key = acquire.key COLLATE \"C\";\n        v_found := FOUND;",
+            "WHERE l.key = acquire.key COLLATE \"C\" FOR UPDATE;\n        v_found := FOUND;",
+        )],
+        caught_by: &[
+            "denied_acquire_returns_nulls_and_writes_nothing",
+            "blocking_waiters_never_stall_the_holders_renew",
+        ],
+    },
+    Mutant {
+        name: "lost_race_keeps_row_lock",
+        breaks: "a lost write attempt of a blocking acquire is not rolled back: its row lock is kept across the waiter's sleeps",
+        kill: Kill::Stall,
+        hunt: STEPPED,
+        edits: &[(
+            "                    RAISE EXCEPTION USING ERRCODE = 'LE001';",
+            "                    NULL;",
+        )],
+        caught_by: &["a_waiter_that_lost_a_race_never_stalls_the_holders_renew"],
+    },
+];
+
+/// The model mutations without a SQL mutant.
+pub const MODEL_ONLY: &[ModelOnly] = &[
+    ModelOnly {
+        mutation: Mutation::WriteIgnoresKey,
+        why: "its SQL form, the mutant write_ignores_key (release without the key predicate), \
+              changes keys the call does not name; the history checker judges each key's \
+              history alone (P-compositionality), so what it sees is a key whose holder loses \
+              its lease with no call on that key, which it names invariant 1 on the grant that \
+              follows, not invariant 8 (only a state holding every key, the model's, sees 8)",
+        killed_by: "the stateright model's negative control (model/tests/negative_controls.rs); \
+                    on a server: the SQL mutant write_ignores_key, killed by invariant 1",
+    },
+    ModelOnly {
+        mutation: Mutation::InvalidInputWrites,
+        why: "an error raised by a statement rolls back everything the statement wrote, so no \
+              edit of the script keeps a grant written before the 22023 (it would need an \
+              autonomous transaction, e.g. dblink)",
+        killed_by: "the stateright model's negative control (model/tests/negative_controls.rs)",
+    },
+    ModelOnly {
+        mutation: Mutation::AbortKeepsEffects,
+        why: "an aborted transaction's writes are undone by PostgreSQL itself; keeping them \
+              needs an autonomous transaction (dblink), not an edit of the script",
+        killed_by: "the stateright model's negative control (model/tests/negative_controls.rs)",
+    },
+    ModelOnly {
+        mutation: Mutation::CrashLosesCommitted,
+        why: "its SQL form is `ALTER TABLE lease.leases SET UNLOGGED` (or dropping the \
+              durability trigger under synchronous_commit = off), and only a crash shows it: \
+              the campaigns here neither crash nor restart the server; a crash campaign needs \
+              the fault-injection crate (failure/) being built separately",
+        killed_by: "the stateright model's negative control (model/tests/negative_controls.rs); \
+                    on a server: a crash campaign of the fault-injection crate (pending)",
+    },
+    ModelOnly {
+        mutation: Mutation::DowntimeExtendsLease,
+        why: "pg_lease stores absolute expiries read from the server clock, which runs while \
+              the server is down; a clock that pauses needs a restart to show, and no edit of \
+              the script makes PostgreSQL's clock pause",
+        killed_by: "the stateright model's negative control (model/tests/negative_controls.rs); \
+                    the conformance check downtime_never_extends_ownership guards the server",
+    },
+];
