@@ -1,5 +1,6 @@
 //! `leasecheck`: the correctness gate and benchmark for pg_lease.
 
+mod bench_cmd;
 mod check_cmd;
 mod check_history_cmd;
 mod model_cmd;
@@ -38,6 +39,9 @@ enum Command {
     /// Run a free-running campaign against a throwaway cluster and judge its history: exit 0
     /// linearizable, 1 violation, 2 unknown or infrastructure failure.
     Check(check_cmd::CheckArgs),
+    /// Benchmark pg_lease against its floors (result.json, report.md, SVG plots); with
+    /// --compare, exit 1 when a figure regressed against a baseline run.
+    Bench(bench_cmd::BenchArgs),
 }
 
 #[derive(Debug, clap::Args, Default)]
@@ -61,7 +65,7 @@ struct InstallcheckArgs {
 }
 
 /// Exit status of a command that did what it was asked.
-const EXIT_OK: i32 = 0;
+pub(crate) const EXIT_OK: i32 = 0;
 /// Exit status of a command that failed (check-history has its own, see below).
 const EXIT_FAILED: i32 = 1;
 
@@ -117,6 +121,7 @@ fn real_main(command: Command) -> anyhow::Result<i32> {
         Command::Model(args) => model_cmd::run(&args).map(|()| EXIT_OK),
         Command::CheckHistory(args) => check_history_cmd::run(&args),
         Command::Check(args) => check_cmd::run(&args),
+        Command::Bench(args) => bench_cmd::run(&args),
     }
 }
 
