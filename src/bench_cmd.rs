@@ -25,6 +25,12 @@ pub struct BenchArgs {
     /// Repeats per point (default 3, or 1 with --quick).
     #[arg(long)]
     repeats: Option<u32>,
+    /// Skip the open-loop (fixed-rate) runs.
+    #[arg(long)]
+    no_open_loop: bool,
+    /// Skip pgbench (Rust driver only).
+    #[arg(long)]
+    no_pgbench: bool,
     /// Measure this extension instead of the shipped pg_lease: a directory holding one
     /// `<name>.control` and its `<name>--*.sql` scripts.
     #[arg(long)]
@@ -35,6 +41,10 @@ pub struct BenchArgs {
     /// A baseline run directory (with result.json) to compare with.
     #[arg(long)]
     compare: Option<PathBuf>,
+    /// Only re-render report.md and the plots of an existing run directory from its
+    /// result.json (nothing is measured).
+    #[arg(long, conflicts_with = "compare")]
+    render: Option<PathBuf>,
     /// How much a figure's ratio to its floor may grow over the baseline's.
     #[arg(long, default_value_t = bench::DEFAULT_THRESHOLD)]
     threshold: f64,
@@ -42,8 +52,17 @@ pub struct BenchArgs {
 
 /// Exit status when the comparison found a regression.
 pub const EXIT_REGRESSED: i32 = 1;
+/// Exit status when the bench could not run (nothing was measured or compared).
+pub const EXIT_INFRASTRUCTURE: i32 = 2;
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
+    if let Some(dir) = &args.render {
+        let result =
+            BenchResult::read(dir).with_context(|| format!("reading {}", dir.display()))?;
+        bench::write(&result, dir).with_context(|| format!("writing {}", dir.display()))?;
+        println!("bench: re-rendered {}", dir.display());
+        return Ok(crate::EXIT_OK);
+    }
     let baseline = match &args.compare {
         Some(dir) => Some(
             BenchResult::read(dir)
@@ -108,6 +127,8 @@ fn config(args: &BenchArgs) -> anyhow::Result<Config> {
     };
     config.clients = args.clients.clone();
     config.workloads = args.workloads.clone();
+    config.open_loop = !args.no_open_loop;
+    config.pgbench = !args.no_pgbench;
     if let Some(r) = args.repeats {
         if r == 0 {
             bail!("--repeats must be at least 1");

@@ -80,6 +80,8 @@ fn main() {
         Command::CheckHistory(_) => check_history_cmd::EXIT_UNREADABLE,
         // A campaign that could not run is no finding about the target.
         Command::Check(_) => check_cmd::EXIT_INFRASTRUCTURE,
+        // A bench that could not run is no regression.
+        Command::Bench(_) => bench_cmd::EXIT_INFRASTRUCTURE,
         _ => EXIT_FAILED,
     };
     match real_main(command) {

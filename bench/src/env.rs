@@ -17,7 +17,7 @@ pub const GUCS: &[&str] = &[
     "max_connections",
 ];
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
     /// `SELECT version()`.
     pub server_version: String,
@@ -39,7 +39,7 @@ pub struct Environment {
     pub leasecheck_version: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Storage {
     pub data_dir: String,
     pub mount_point: String,

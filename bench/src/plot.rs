@@ -55,7 +55,13 @@ fn plot_err(path: &Path) -> impl Fn(String) -> BenchError + '_ {
 fn latency(series: &[&Figure], title: &str, path: &Path) -> Result<()> {
     let err = plot_err(path);
     let max_c = series.iter().map(|f| f.clients).max().unwrap_or(1) as f64;
-    let max_y = series.iter().map(|f| f.median.p999_us).fold(1.0, f64::max) * 1.1;
+    let max_y = series.iter().map(|f| f.median.p999_us).fold(10.0, f64::max) * 1.5;
+    let min_y = series
+        .iter()
+        .map(|f| f.median.p50_us)
+        .fold(f64::INFINITY, f64::min)
+        .max(1.0)
+        / 1.5;
     let root = SVGBackend::new(path, (800, 480)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
     let mut chart = ChartBuilder::on(&root)
@@ -63,12 +69,12 @@ fn latency(series: &[&Figure], title: &str, path: &Path) -> Result<()> {
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(70)
-        .build_cartesian_2d(0.0..max_c * 1.05 + 0.5, 0.0..max_y)
+        .build_cartesian_2d(0.0..max_c * 1.05 + 0.5, (min_y..max_y).log_scale())
         .map_err(|e| err(e.to_string()))?;
     chart
         .configure_mesh()
         .x_desc("clients")
-        .y_desc("latency (µs)")
+        .y_desc("latency (µs, log scale)")
         .draw()
         .map_err(|e| err(e.to_string()))?;
     let lines: [(&str, fn(&Figure) -> f64, RGBColor); 4] = [
@@ -105,8 +111,13 @@ fn latency(series: &[&Figure], title: &str, path: &Path) -> Result<()> {
 /// no workload has two client counts.
 fn throughput(r: &BenchResult, workloads: &[(&str, &str)], path: &Path) -> Result<bool> {
     let err = plot_err(path);
+    let whole = |w: &str, op: &str| match crate::workloads::workload(w) {
+        Some(wl) => wl.script_op == op,
+        None => op == "cycle" || op == "wake",
+    };
     let series: Vec<(String, Vec<(f64, f64)>)> = workloads
         .iter()
+        .filter(|(w, op)| whole(w, op))
         .map(|(w, op)| {
             let pts = figures_of(r, w, op)
                 .iter()
@@ -123,11 +134,9 @@ fn throughput(r: &BenchResult, workloads: &[(&str, &str)], path: &Path) -> Resul
         .iter()
         .flat_map(|(_, p)| p.iter().map(|x| x.0))
         .fold(1.0, f64::max);
-    let max_y = series
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|x| x.1))
-        .fold(1.0, f64::max)
-        * 1.1;
+    let ys = || series.iter().flat_map(|(_, p)| p.iter().map(|x| x.1));
+    let max_y = ys().fold(10.0, f64::max) * 3.0;
+    let min_y = ys().fold(f64::INFINITY, f64::min).max(1.0) / 1.5;
     let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
     let mut chart = ChartBuilder::on(&root)
@@ -135,12 +144,12 @@ fn throughput(r: &BenchResult, workloads: &[(&str, &str)], path: &Path) -> Resul
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(70)
-        .build_cartesian_2d(0.0..max_c * 1.05 + 0.5, 0.0..max_y)
+        .build_cartesian_2d(0.0..max_c * 1.05 + 0.5, (min_y..max_y).log_scale())
         .map_err(|e| err(e.to_string()))?;
     chart
         .configure_mesh()
         .x_desc("clients")
-        .y_desc("operations per second")
+        .y_desc("iterations per second (log scale)")
         .draw()
         .map_err(|e| err(e.to_string()))?;
     for (i, (label, pts)) in series.into_iter().enumerate() {
@@ -153,7 +162,7 @@ fn throughput(r: &BenchResult, workloads: &[(&str, &str)], path: &Path) -> Resul
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(SeriesLabelPosition::UpperLeft)
         .background_style(WHITE)
         .border_style(BLACK)
         .draw()

@@ -24,7 +24,7 @@ pub struct BenchResult {
     pub targets: Vec<Target>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSettings {
     pub warmup_s: f64,
     pub measure_s: f64,
@@ -123,11 +123,31 @@ impl BenchResult {
         })
     }
 
-    /// The figure's p50 over its floor's p50 (same client count and driver).
+    /// The figure's p50 over its floor's p50 (same client count and driver): the median of
+    /// the repeats' ratios (repeat i of a figure and of its floor ran back to back), or the
+    /// ratio of the medians when the repeat counts differ.
     pub fn floor_ratio(&self, figure: &Figure) -> Option<f64> {
         let floor = figure.floor.as_ref()?;
         let f = self.figure(&floor.workload, &floor.op, figure.clients, figure.driver)?;
-        (f.median.p50_us > 0.0).then(|| figure.median.p50_us / f.median.p50_us)
+        if f.median.p50_us <= 0.0 {
+            return None;
+        }
+        if f.repeats.len() != figure.repeats.len() || f.repeats.iter().any(|r| r.p50_us <= 0.0) {
+            return Some(figure.median.p50_us / f.median.p50_us);
+        }
+        let mut ratios: Vec<f64> = figure
+            .repeats
+            .iter()
+            .zip(&f.repeats)
+            .map(|(a, b)| a.p50_us / b.p50_us)
+            .collect();
+        ratios.sort_by(|a, b| a.total_cmp(b));
+        let n = ratios.len();
+        Some(if n % 2 == 1 {
+            ratios[n / 2]
+        } else {
+            (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0
+        })
     }
 
     /// Reads `dir/result.json`.

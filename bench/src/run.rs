@@ -40,14 +40,15 @@ pub struct Config {
 pub const OPEN_LOOP_SHARE: f64 = 0.5;
 
 impl Config {
-    /// The full run: 2 s warm-up, 5 s measured, 3 repeats, 1/4/16 clients.
+    /// The full run: 1 s warm-up, 3 s measured, 3 repeats, 1/4/16 clients (about 13
+    /// minutes with pgbench and the open loop).
     pub fn full(major: u32) -> Config {
         Config {
             major,
             extension: ExtensionFiles::pg_lease(),
             clients: vec![1, 4, 16],
-            warmup: Duration::from_secs(2),
-            measure: Duration::from_secs(5),
+            warmup: Duration::from_secs(1),
+            measure: Duration::from_secs(3),
             repeats: 3,
             wake_samples: 100,
             workloads: Vec::new(),
