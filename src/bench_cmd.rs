@@ -77,7 +77,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
             .context("the progress template")?,
     );
     let result = bench::run(&config, &progress).context("running the bench")?;
-    let dir = bench::run_dir(&args.out);
+    let dir = bench::run_dir(&args.out, &result);
     bench::write(&result, &dir).with_context(|| format!("writing {}", dir.display()))?;
     println!(
         "bench: PostgreSQL {}, results in {}",

@@ -50,7 +50,10 @@ pub fn write(result: &BenchResult, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `base/<UTC timestamp>`, the directory of a run started now.
-pub fn run_dir(base: &Path) -> PathBuf {
-    base.join(chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string())
+/// `base/<UTC timestamp of the run's start>`.
+pub fn run_dir(base: &Path, result: &BenchResult) -> PathBuf {
+    let started = chrono::DateTime::parse_from_rfc3339(&result.started_at)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .unwrap_or_else(|_| chrono::Utc::now());
+    base.join(started.format("%Y%m%dT%H%M%SZ").to_string())
 }

@@ -99,7 +99,9 @@ pub fn render(r: &BenchResult, plots: &[String]) -> String {
             f.wal_bytes_per_statement.map(|w| format!("{w:.1}")).unwrap_or_default(),
         );
     }
-    s.push_str("\n## Answers counted (Rust closed loop, all repeats)\n\n");
+    s.push_str(
+        "\n## Answers counted (Rust closed loop, all repeats; pgbench: its 0 µs log entries)\n\n",
+    );
     for f in ordered(r).filter(|f| !f.outcomes.is_empty()) {
         let answers: Vec<String> = f
             .outcomes
@@ -108,10 +110,11 @@ pub fn render(r: &BenchResult, plots: &[String]) -> String {
             .collect();
         let _ = writeln!(
             s,
-            "- {}/{} @{}: {}",
+            "- {}/{} @{} [{}]: {}",
             f.workload,
             f.op,
             f.clients,
+            f.driver.label(),
             answers.join(", ")
         );
     }

@@ -170,6 +170,19 @@ impl Collector {
             .push(summary);
     }
 
+    /// Counts pgbench's 0 µs log entries (left out of its histogram) among the answers.
+    fn zero_latency(&mut self, w: &Workload, clients: u32, driver: Driver, n: u64) {
+        if n > 0 {
+            let key = (w.name.into(), w.script_op.into(), clients, driver);
+            *self
+                .outcomes
+                .entry(key)
+                .or_default()
+                .entry("pgbench logged 0 us (excluded)".into())
+                .or_default() += n;
+        }
+    }
+
     fn median_throughput(&self, workload: &str, op: &str, clients: u32, driver: Driver) -> f64 {
         self.repeats
             .get(&(workload.into(), op.into(), clients, driver))
@@ -361,8 +374,9 @@ async fn closed(
             w.script_op,
             clients,
             Driver::PgbenchClosed,
-            l.summary(seconds),
+            l.latencies.summary(seconds),
         );
+        c.zero_latency(w, clients, Driver::PgbenchClosed, l.zero_latency);
         progress.inc(1);
     }
     Ok(())
@@ -411,8 +425,9 @@ async fn open(
                 w.script_op,
                 clients,
                 Driver::PgbenchOpen,
-                l.summary(seconds),
+                l.latencies.summary(seconds),
             );
+            c.zero_latency(w, clients, Driver::PgbenchOpen, l.zero_latency);
             c.rates.insert(
                 (
                     w.name.into(),
