@@ -52,6 +52,9 @@ fn plot_err(path: &Path) -> impl Fn(String) -> BenchError + '_ {
     }
 }
 
+/// A percentile line: its label, how to read it from a figure, its colour.
+type Line = (&'static str, fn(&Figure) -> f64, RGBColor);
+
 fn latency(series: &[&Figure], title: &str, path: &Path) -> Result<()> {
     let err = plot_err(path);
     let max_c = series.iter().map(|f| f.clients).max().unwrap_or(1) as f64;
@@ -77,7 +80,7 @@ fn latency(series: &[&Figure], title: &str, path: &Path) -> Result<()> {
         .y_desc("latency (µs, log scale)")
         .draw()
         .map_err(|e| err(e.to_string()))?;
-    let lines: [(&str, fn(&Figure) -> f64, RGBColor); 4] = [
+    let lines: [Line; 4] = [
         ("p50", |f| f.median.p50_us, BLUE),
         ("p95", |f| f.median.p95_us, GREEN),
         ("p99", |f| f.median.p99_us, MAGENTA),
