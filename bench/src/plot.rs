@@ -76,6 +76,8 @@ fn latency(series: &[&Figure], title: &str, path: &Path) -> Result<()> {
         .map_err(|e| err(e.to_string()))?;
     chart
         .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .x_desc("clients")
         .y_desc("latency (µs, log scale)")
         .draw()
@@ -151,6 +153,8 @@ fn throughput(r: &BenchResult, workloads: &[(&str, &str)], path: &Path) -> Resul
         .map_err(|e| err(e.to_string()))?;
     chart
         .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .x_desc("clients")
         .y_desc("iterations per second (log scale)")
         .draw()
