@@ -65,6 +65,8 @@ pub enum BenchError {
     Join(#[from] tokio::task::JoinError),
     #[error("comparison: {0}")]
     Compare(String),
+    #[error("bench settings: {0}")]
+    Config(String),
 }
 
 impl BenchError {

@@ -84,7 +84,7 @@ impl Config {
     fn check(&self) -> Result<()> {
         let known = workloads::all_names();
         if let Some(bad) = self.workloads.iter().find(|w| !known.contains(&w.as_str())) {
-            return Err(BenchError::Compare(format!(
+            return Err(BenchError::Config(format!(
                 "unknown workload {bad:?} (known: {})",
                 known.join(", ")
             )));
@@ -95,7 +95,7 @@ impl Config {
                 .iter()
                 .any(|&c| c == 0 || c > workloads::MAX_CLIENTS)
         {
-            return Err(BenchError::Compare(format!(
+            return Err(BenchError::Config(format!(
                 "client counts must be 1..={}",
                 workloads::MAX_CLIENTS
             )));
