@@ -1,7 +1,11 @@
-//! The regression check: every figure with a floor, closed loop, present in both runs; its
-//! p50 over its floor's p50 (same run, client count and driver) must not grow beyond
-//! `threshold` times the baseline's ratio. Ratios, not absolute figures, so that a
-//! baseline from a faster or slower moment of the machine still compares.
+//! The regression check: every figure with a floor measured by the Rust closed loop and
+//! present in both runs; its p50 over its floor's p50 (same run, client count and driver)
+//! must not grow beyond `threshold` times the baseline's ratio. Ratios, not absolute
+//! figures, so that a baseline from a faster or slower moment of the machine still
+//! compares. pgbench's figures are reported, not compared: its logs put some µs-scale
+//! transactions at 0 µs (see `crate::pgbench::Logged`), and on an unchanged build its
+//! inspect ratio at 4 clients moved 2.1x between two runs where no Rust figure moved more
+//! than 1.26x.
 
 use crate::error::{BenchError, Result};
 use crate::result::{BenchResult, Driver};
@@ -68,11 +72,10 @@ pub fn compare(
         )));
     }
     let mut rows = Vec::new();
-    let closed = [Driver::RustClosed, Driver::PgbenchClosed];
     for f in current
         .figures
         .iter()
-        .filter(|f| closed.contains(&f.driver))
+        .filter(|f| f.driver == Driver::RustClosed)
     {
         let Some(current_ratio) = current.floor_ratio(f) else {
             continue;
