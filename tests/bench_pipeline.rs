@@ -1,6 +1,6 @@
 //! `leasecheck bench --quick` end to end (a pipeline test, not a timing assertion): every
 //! workload measured at two client counts by both drivers, result.json readable with the
-//! environment recorded, report.md and the SVG plots written. About 90 s.
+//! environment recorded, report.md and the SVG plots written. About 100 s.
 
 use bench::result::Driver;
 use bench::workloads::{self, WORKLOADS};
