@@ -1,5 +1,6 @@
 //! `leasecheck`: the correctness gate and benchmark for pg_lease.
 
+mod bench_cmd;
 mod check_cmd;
 mod check_history_cmd;
 mod gate;
@@ -51,6 +52,9 @@ enum Command {
     /// killed and pg_lease clean, 1 a survivor, 2 an infrastructure failure); --export
     /// writes each mutant as a standalone extension.
     Mutants(mutants_cmd::MutantsArgs),
+    /// Benchmark pg_lease against its floors (result.json, report.md, SVG plots); with
+    /// --compare, exit 1 when a figure regressed against a baseline run.
+    Bench(bench_cmd::BenchArgs),
 }
 
 #[derive(Debug, clap::Args, Default)]
@@ -74,7 +78,7 @@ struct InstallcheckArgs {
 }
 
 /// Exit status of a command that did what it was asked.
-const EXIT_OK: i32 = 0;
+pub(crate) const EXIT_OK: i32 = 0;
 /// Exit status of a command that failed (check-history has its own, see below).
 const EXIT_FAILED: i32 = 1;
 
@@ -95,6 +99,8 @@ fn main() {
         Command::Check(_) => check_cmd::EXIT_INFRASTRUCTURE,
         Command::Gate(_) => gate::EXIT_INFRASTRUCTURE,
         Command::Mutants(_) => mutants_cmd::EXIT_INFRASTRUCTURE,
+        // A bench that could not run is no regression.
+        Command::Bench(_) => bench_cmd::EXIT_INFRASTRUCTURE,
         _ => EXIT_FAILED,
     };
     match real_main(command) {
@@ -139,6 +145,7 @@ fn real_main(command: Command) -> anyhow::Result<i32> {
         Command::Gate(args) => gate::run(&args),
         Command::Image(command) => image_cmd::run(&command).map(|()| EXIT_OK),
         Command::Mutants(args) => mutants_cmd::run(&args),
+        Command::Bench(args) => bench_cmd::run(&args),
     }
 }
 
