@@ -107,6 +107,7 @@ impl CheckArgs {
             },
             call_timeout: self.call_timeout,
             history_file: Some(history_file),
+            ..Campaign::new(target, length, seed)
         })
     }
 }

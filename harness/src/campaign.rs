@@ -11,7 +11,7 @@
 //! could not be installed, a session could not connect, a harness bug). An infrastructure
 //! failure is never a violation.
 
-use crate::extension::{ExtensionFiles, Mutant, StaleMutant, MUTANTS};
+use crate::extension::{ExtensionFiles, Mutant, StaleMutant, MUTANTS, VERSION};
 use crate::pg::{Cluster, PgError};
 use crate::recorder::{Recorder, RecorderError, RecorderOptions, Session};
 use crate::workload::{owner_name, Memory, ProcessPlan, Step, Workload, WorkloadError};
@@ -19,11 +19,13 @@ use model::checker::{Spent, Stats, Violation};
 use model::{Budget, CheckOptions, History, Verdict};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
 /// The environment variable naming a directory in which every campaign keeps its history.
 pub const HISTORY_DIR_ENV: &str = "LEASECHECK_HISTORY_DIR";
@@ -116,6 +118,18 @@ pub struct Campaign {
     pub call_timeout: Duration,
     /// Where to keep the history (none: in memory only).
     pub history_file: Option<PathBuf>,
+    /// Install and create this build instead of the target's own files (e.g. a copy of
+    /// pg_lease under a name of its own, which other checkouts sharing the extension
+    /// directory do not rewrite mid-run). Its `extversion` must be [`VERSION`].
+    pub build: Option<ExtensionFiles>,
+    /// Where sessions connect (e.g. a fault-injecting proxy in front of the cluster);
+    /// none: the cluster itself.
+    pub route: Option<SocketAddr>,
+    /// How long a session keeps trying to connect ([`RecorderOptions::connect_patience`]).
+    pub connect_patience: Duration,
+    /// After the processes stop, a fresh session inspects every key, so that the history
+    /// ends with what the server holds.
+    pub final_inspect: bool,
 }
 
 impl Campaign {
@@ -129,6 +143,18 @@ impl Campaign {
             budget: Budget::default(),
             call_timeout: Duration::from_secs(10),
             history_file: None,
+            build: None,
+            route: None,
+            connect_patience: Duration::ZERO,
+            final_inspect: false,
+        }
+    }
+
+    /// The files installed and the extension created: the build, or the target's own.
+    pub fn files(&self) -> Result<ExtensionFiles, StaleMutant> {
+        match &self.build {
+            Some(build) => Ok(build.clone()),
+            None => self.target.files(),
         }
     }
 }
@@ -164,6 +190,14 @@ pub enum InfraError {
         target: String,
         #[source]
         source: PgError,
+    },
+    /// The extension created is not the version this checkout ships (another checkout
+    /// rewrote the files in between, or the build is wrong).
+    #[error("extension {name} was created at version {found:?}, expected {expected}")]
+    Version {
+        name: String,
+        found: Option<String>,
+        expected: &'static str,
     },
     #[error(transparent)]
     Recorder(RecorderError),
@@ -342,62 +376,132 @@ impl Quota {
 /// Runs `campaign` on `cluster` and judges its history.
 pub async fn run(cluster: &Cluster, campaign: &Campaign, progress: Arc<dyn Progress>) -> Report {
     let postgres = cluster.install().version.full.clone();
-    let report = |outcome, history: Option<History>, figures| Report {
-        outcome,
-        history,
-        figures,
-        postgres: postgres.clone(),
-    };
-    let recorder = match prepare(cluster, campaign).await {
-        Ok(r) => Arc::new(r),
-        Err(e) => return report(Outcome::Infrastructure(e), None, Figures::default()),
-    };
-    let started = Instant::now();
-    let failure = record(&recorder, campaign, progress.clone()).await;
-    let record_time = started.elapsed();
-    let finished = recorder.finish();
-    let history = match (failure, finished) {
-        (Some(e), finished) => {
-            let history = finished.ok();
-            let mut figures = history.as_ref().map(Figures::of).unwrap_or_default();
-            figures.record_time = record_time;
-            return report(stopped_by(e), history, figures);
+    match prepare(cluster, campaign).await {
+        Ok(recording) => {
+            let stopped = recording.record(progress.clone()).await;
+            recording.judge(stopped, progress).await
         }
-        (None, Err(e)) => {
-            return report(
-                Outcome::Infrastructure(InfraError::Recorder(e)),
-                None,
-                Figures::default(),
-            )
+        Err(e) => Report {
+            outcome: Outcome::Infrastructure(e),
+            history: None,
+            figures: Figures::default(),
+            postgres,
+        },
+    }
+}
+
+/// A campaign ready to record: its target installed in a fresh database and its recorder
+/// open. Fault injectors run beside [`Recording::record`] (they reach the server through
+/// the recorder's nemesis events and their own connections) and may pause process slots.
+pub struct Recording {
+    campaign: Campaign,
+    recorder: Arc<Recorder>,
+    database: String,
+    postgres: String,
+    /// One pause switch per process slot (`true`: the slot makes no new step).
+    pauses: Vec<watch::Sender<bool>>,
+    started: Instant,
+}
+
+impl Recording {
+    /// The recorder: fault injectors record their nemesis events through it.
+    pub fn recorder(&self) -> &Arc<Recorder> {
+        &self.recorder
+    }
+
+    /// The database the campaign runs in.
+    pub fn database(&self) -> &str {
+        &self.database
+    }
+
+    pub fn campaign(&self) -> &Campaign {
+        &self.campaign
+    }
+
+    /// Pauses (`true`) or resumes (`false`) process slot `slot`: a paused slot finishes
+    /// the step it is in, then makes none until resumed, like a client process that
+    /// stopped (its leases run on). Whether the slot exists.
+    pub fn pause_slot(&self, slot: u32, paused: bool) -> bool {
+        match self.pauses.get(slot as usize) {
+            Some(switch) => {
+                switch.send_replace(paused);
+                true
+            }
+            None => false,
         }
-        (None, Ok(history)) => history,
-    };
-    progress.checking();
-    let mut figures = Figures::of(&history);
-    figures.record_time = record_time;
-    let options = CheckOptions {
-        budget: campaign.budget,
-        ..CheckOptions::default()
-    };
-    let checked = Instant::now();
-    let judged = tokio::task::spawn_blocking(move || {
-        let verdict = model::checker::check(&history, &options);
-        (history, verdict)
-    })
-    .await;
-    figures.check_time = checked.elapsed();
-    match judged {
-        Ok((history, verdict)) => report(Outcome::of(verdict), Some(history), figures),
-        Err(e) => report(
-            Outcome::Infrastructure(InfraError::Task(format!("the check: {e}"))),
-            None,
+    }
+
+    /// Runs the processes until the quota is spent (then the final inspect, when asked);
+    /// the first error that stopped one.
+    pub async fn record(&self, progress: Arc<dyn Progress>) -> Option<Stopped> {
+        let stopped = record(self, progress).await;
+        if stopped.is_some() || !self.campaign.final_inspect {
+            return stopped;
+        }
+        let mut session = self.recorder.session();
+        for key in self.campaign.workload.key_names() {
+            if let Err(e) = session.call(&model::Op::inspect(key)).await {
+                return Some(Stopped::Recorder(e));
+            }
+        }
+        None
+    }
+
+    /// Ends the history and judges it.
+    pub async fn judge(self, stopped: Option<Stopped>, progress: Arc<dyn Progress>) -> Report {
+        let record_time = self.started.elapsed();
+        let postgres = self.postgres.clone();
+        let report = |outcome, history: Option<History>, figures| Report {
+            outcome,
+            history,
             figures,
-        ),
+            postgres: postgres.clone(),
+        };
+        let finished = self.recorder.finish();
+        let history = match (stopped, finished) {
+            (Some(e), finished) => {
+                let history = finished.ok();
+                let mut figures = history.as_ref().map(Figures::of).unwrap_or_default();
+                figures.record_time = record_time;
+                return report(stopped_by(e), history, figures);
+            }
+            (None, Err(e)) => {
+                return report(
+                    Outcome::Infrastructure(InfraError::Recorder(e)),
+                    None,
+                    Figures::default(),
+                )
+            }
+            (None, Ok(history)) => history,
+        };
+        progress.checking();
+        let mut figures = Figures::of(&history);
+        figures.record_time = record_time;
+        let options = CheckOptions {
+            budget: self.campaign.budget,
+            ..CheckOptions::default()
+        };
+        let checked = Instant::now();
+        let judged = tokio::task::spawn_blocking(move || {
+            let verdict = model::checker::check(&history, &options);
+            (history, verdict)
+        })
+        .await;
+        figures.check_time = checked.elapsed();
+        match judged {
+            Ok((history, verdict)) => report(Outcome::of(verdict), Some(history), figures),
+            Err(e) => report(
+                Outcome::Infrastructure(InfraError::Task(format!("the check: {e}"))),
+                None,
+                figures,
+            ),
+        }
     }
 }
 
 /// Why recording stopped before its quota was spent.
-enum Stopped {
+#[derive(Debug)]
+pub enum Stopped {
     Recorder(RecorderError),
     /// A process task panicked or was cancelled.
     Task(String),
@@ -415,10 +519,10 @@ fn stopped_by(e: Stopped) -> Outcome {
 }
 
 /// Installs the target into a fresh database and opens the recorder on it.
-async fn prepare(cluster: &Cluster, campaign: &Campaign) -> Result<Recorder, InfraError> {
+pub async fn prepare(cluster: &Cluster, campaign: &Campaign) -> Result<Recording, InfraError> {
     campaign.workload.validate()?;
     let target = campaign.target.to_string();
-    let files = campaign.target.files()?;
+    let files = campaign.files()?;
     files
         .install(cluster.install())
         .map_err(|source| InfraError::Install {
@@ -432,12 +536,54 @@ async fn prepare(cluster: &Cluster, campaign: &Campaign) -> Result<Recorder, Inf
             target: target.clone(),
             source,
         })?;
+    check_version(cluster, &db, &files.name).await?;
+    let mut config = cluster.config(&db);
+    if let Some(route) = campaign.route {
+        config.host(&route.ip().to_string()).port(route.port());
+    }
     let options = RecorderOptions {
         call_timeout: campaign.call_timeout,
         history_file: campaign.history_file.clone(),
         meta: meta(cluster, campaign),
+        connect_patience: campaign.connect_patience,
     };
-    Recorder::new(cluster.config(&db), options).map_err(InfraError::Recorder)
+    let recorder = Recorder::new(config, options).map_err(InfraError::Recorder)?;
+    Ok(Recording {
+        campaign: campaign.clone(),
+        recorder: Arc::new(recorder),
+        database: db,
+        postgres: cluster.install().version.full.clone(),
+        pauses: (0..campaign.workload.processes)
+            .map(|_| watch::channel(false).0)
+            .collect(),
+        started: Instant::now(),
+    })
+}
+
+/// The created extension `name` in `db` must be at [`VERSION`].
+async fn check_version(cluster: &Cluster, db: &str, name: &str) -> Result<(), InfraError> {
+    let version = |found| InfraError::Version {
+        name: name.to_string(),
+        found,
+        expected: VERSION,
+    };
+    let database = |source| InfraError::Database {
+        target: name.to_string(),
+        source,
+    };
+    let client = cluster.connect(db).await.map_err(database)?;
+    let row = client
+        .query_opt(
+            "SELECT extversion FROM pg_extension WHERE extname = $1",
+            &[&name],
+        )
+        .await
+        .map_err(|e| database(e.into()))?;
+    let found: Option<String> = row.and_then(|r| r.try_get(0).ok());
+    match found.as_deref() {
+        Some(VERSION) => Ok(()),
+        _ => Err(version(found)),
+    }
 }
 
 /// The facts of the run, for the history's header.
@@ -446,8 +592,12 @@ fn meta(cluster: &Cluster, campaign: &Campaign) -> BTreeMap<String, serde_json::
         Length::Ops(n) => serde_json::json!({"ops": n}),
         Length::Time(t) => serde_json::json!({"seconds": t.as_secs_f64()}),
     };
+    let target = match &campaign.build {
+        Some(build) => format!("{} (as extension {})", campaign.target, build.name),
+        None => campaign.target.to_string(),
+    };
     BTreeMap::from([
-        ("target".to_string(), campaign.target.to_string().into()),
+        ("target".to_string(), target.into()),
         (
             "postgres".to_string(),
             cluster.install().version.full.clone().into(),
@@ -460,11 +610,8 @@ fn meta(cluster: &Cluster, campaign: &Campaign) -> BTreeMap<String, serde_json::
 }
 
 /// Runs the processes until the quota is spent; the first error that stopped one.
-async fn record(
-    recorder: &Arc<Recorder>,
-    campaign: &Campaign,
-    progress: Arc<dyn Progress>,
-) -> Option<Stopped> {
+async fn record(recording: &Recording, progress: Arc<dyn Progress>) -> Option<Stopped> {
+    let campaign = &recording.campaign;
     let quota = Arc::new(Quota {
         length: campaign.length,
         start: Instant::now(),
@@ -475,14 +622,18 @@ async fn record(
     let workload = Arc::new(campaign.workload.clone());
     let mut tasks = tokio::task::JoinSet::new();
     for slot in 0..campaign.workload.processes {
+        let Some(pause) = recording.pauses.get(slot as usize) else {
+            continue;
+        };
         let process = Process {
             slot,
-            session: recorder.session(),
+            session: recording.recorder.session(),
             plan: ProcessPlan::new(campaign.seed, slot),
             memory: Memory::default(),
             workload: Arc::clone(&workload),
             quota: Arc::clone(&quota),
             progress: Arc::clone(&progress),
+            pause: pause.subscribe(),
         };
         tasks.spawn(process.run());
     }
@@ -511,6 +662,8 @@ struct Process {
     workload: Arc<Workload>,
     quota: Arc<Quota>,
     progress: Arc<dyn Progress>,
+    /// `true` while the slot is paused by a fault injector.
+    pause: watch::Receiver<bool>,
 }
 
 impl Process {
@@ -525,6 +678,9 @@ impl Process {
     async fn steps(&mut self) -> Result<(), RecorderError> {
         let me = owner_name(self.slot);
         loop {
+            // A paused client makes no step (a closed switch, at the end of the run, is
+            // never paused).
+            let _ = self.pause.wait_for(|paused| !*paused).await;
             match self.plan.next(&self.workload, self.session.txn().is_some()) {
                 Step::Begin(isolation) => {
                     if !self.quota.claim_peek() {
@@ -558,6 +714,15 @@ impl Process {
         }
         Ok(())
     }
+}
+
+/// How many nemesis events of each fault a history holds.
+pub fn fault_counts(history: &History) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for n in &history.nemeses {
+        *counts.entry(n.fault.clone()).or_insert(0) += 1;
+    }
+    counts
 }
 
 /// The history file for a run labelled `label` in `$LEASECHECK_HISTORY_DIR`, when that is
@@ -637,6 +802,7 @@ pub fn verdict_json(
             "process_ids": f.process_ids,
             "partitions": partitions,
             "search_states": states,
+            "faults": report.history.as_ref().map(fault_counts).unwrap_or_default(),
         },
         "target": campaign.target.to_string(),
         "postgres": report.postgres,
