@@ -539,7 +539,7 @@ pub async fn prepare(cluster: &Cluster, campaign: &Campaign) -> Result<Recording
     check_version(cluster, &db, &files.name).await?;
     let mut config = cluster.config(&db);
     if let Some(route) = campaign.route {
-        config.host(&route.ip().to_string()).port(route.port());
+        config.host(route.ip().to_string()).port(route.port());
     }
     let options = RecorderOptions {
         call_timeout: campaign.call_timeout,
