@@ -21,7 +21,7 @@ pub enum FaultError {
         source: PgError,
     },
     /// A connection or statement of the injector's own failed.
-    #[error("{what}: {source}")]
+    #[error("{what}: {}", describe(source))]
     Db {
         what: &'static str,
         #[source]
@@ -48,6 +48,17 @@ pub enum FaultError {
     /// A task of the check panicked or was cancelled.
     #[error("a task failed: {0}")]
     Task(String),
+}
+
+/// A driver error with the server's code and message, or the driver's cause.
+fn describe(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{}: {}", db.code().code(), db.message());
+    }
+    match std::error::Error::source(e) {
+        Some(cause) => format!("{e}: {cause}"),
+        None => e.to_string(),
+    }
 }
 
 impl FaultError {

@@ -537,10 +537,10 @@ pub async fn prepare(cluster: &Cluster, campaign: &Campaign) -> Result<Recording
             source,
         })?;
     check_version(cluster, &db, &files.name).await?;
-    let mut config = cluster.config(&db);
-    if let Some(route) = campaign.route {
-        config.host(route.ip().to_string()).port(route.port());
-    }
+    let config = match campaign.route {
+        Some(route) => routed_config(&db, route),
+        None => cluster.config(&db),
+    };
     let options = RecorderOptions {
         call_timeout: campaign.call_timeout,
         history_file: campaign.history_file.clone(),
@@ -558,6 +558,20 @@ pub async fn prepare(cluster: &Cluster, campaign: &Campaign) -> Result<Recording
             .collect(),
         started: Instant::now(),
     })
+}
+
+/// The superuser config of [`Cluster::config`], reaching the cluster through `route`
+/// (a config's hosts are a list tried in order: the cluster's own must not be in it).
+fn routed_config(db: &str, route: SocketAddr) -> tokio_postgres::Config {
+    let mut config = tokio_postgres::Config::new();
+    config
+        .host(route.ip().to_string())
+        .port(route.port())
+        .user(crate::pg::SUPERUSER)
+        .dbname(db)
+        .application_name("leasecheck")
+        .connect_timeout(Duration::from_secs(10));
+    config
 }
 
 /// The created extension `name` in `db` must be at [`VERSION`].

@@ -391,16 +391,20 @@ async fn abort_after_acquire(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
 async fn commit_crash(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
     let reach = rig.reach();
     let admin = reach.admin().await?;
-    admin
-        .batch_execute(
-            "ALTER SYSTEM SET synchronous_standby_names = 'nemesis_nobody'; SELECT pg_reload_conf();
-             CREATE FUNCTION public.nemesis_slow_commit() RETURNS trigger LANGUAGE plpgsql AS
-               $$ BEGIN IF NEW.owner = 'slow-committer' THEN PERFORM pg_sleep(60); END IF; RETURN NULL; END $$;
-             CREATE CONSTRAINT TRIGGER nemesis_slow_commit AFTER INSERT OR UPDATE ON lease.leases
-               DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.nemesis_slow_commit();",
-        )
-        .await
-        .map_err(FaultError::db("preparing the commit traps"))?;
+    // ALTER SYSTEM runs outside any transaction: one statement per round trip.
+    for sql in [
+        "ALTER SYSTEM SET synchronous_standby_names = 'nemesis_nobody'",
+        "SELECT pg_reload_conf()",
+        "CREATE FUNCTION public.nemesis_slow_commit() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN IF NEW.owner = 'slow-committer' THEN PERFORM pg_sleep(60); END IF; RETURN NULL; END $$",
+        "CREATE CONSTRAINT TRIGGER nemesis_slow_commit AFTER INSERT OR UPDATE ON lease.leases \
+         DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.nemesis_slow_commit()",
+    ] {
+        admin
+            .batch_execute(sql)
+            .await
+            .map_err(FaultError::db("preparing the commit traps"))?;
+    }
     let (mut a, mut b, mut c) = (rig.recorder.session(), rig.recorder.session(), rig.recorder.session());
     for (s, key, owner) in [(&mut a, "k1", "committer"), (&mut b, "k2", "slow-committer")] {
         s.begin(model::Isolation::ReadCommitted).await.map_err(FaultError::from)?;
@@ -422,7 +426,10 @@ async fn commit_crash(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
     reach
         .admin()
         .await?
-        .batch_execute("DROP TRIGGER nemesis_slow_commit ON lease.leases; DROP FUNCTION public.nemesis_slow_commit()")
+        .batch_execute(
+            "DROP TRIGGER nemesis_slow_commit ON lease.leases; \
+             DROP FUNCTION public.nemesis_slow_commit()",
+        )
         .await
         .map_err(FaultError::db("removing the commit trap"))?;
     let k1 = call(&mut c, inspect("k1")).await?;
