@@ -1,13 +1,16 @@
 //! `leasecheck check`: a campaign against a throwaway cluster, judged by the model.
-//! Writes `<dir>/<UTC timestamp>/history.jsonl` and `verdict.json` (specs/HISTORY.md) and
-//! exits 0 linearizable, 1 violation, 2 unknown or infrastructure failure.
+//! Writes `<dir>/<UTC timestamp>/history.jsonl` and `verdict.json` (specs/HISTORY.md), and
+//! `timeline.html` on a finding or with `--timeline`; exits 0 linearizable, 1 violation
+//! (or stall, or malformed answer), 2 unknown or infrastructure failure.
+
+mod stepped;
 
 use anyhow::{bail, Context};
 use harness::campaign::{self, Campaign, Length, Progress, Target};
 use harness::workload::Workload;
 use indicatif::{ProgressBar, ProgressStyle};
 use model::{Budget, Isolation};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +23,8 @@ pub const EXIT_INFRASTRUCTURE: i32 = 2;
 pub enum Mode {
     /// Real concurrency on tokio tasks.
     Free,
-    /// One step at a time, blocking detected through pg_locks (not implemented yet).
+    /// One step at a time, as isolationtester runs: a blocked step is left waiting
+    /// (detected through pg_blocking_pids and pg_sleep) while the plan goes on.
     Stepped,
 }
 
@@ -35,31 +39,44 @@ pub struct CheckArgs {
     /// pg_lease, or mutant:NAME for one of the SQL mutants.
     #[arg(long, default_value = "pg_lease")]
     pub target: String,
-    /// Concurrent processes (2-32).
-    #[arg(long, default_value_t = 8)]
-    pub processes: u32,
-    /// Keys (1-8), valid but awkward ones.
-    #[arg(long, default_value_t = 2)]
-    pub keys: u32,
-    /// Calls to record [default: 1500].
+    /// Concurrent processes (2-32) [default: 8; stepped: drawn from 2-8 per plan].
+    #[arg(long)]
+    pub processes: Option<u32>,
+    /// Keys (1-8), valid but awkward ones [default: 2; stepped: drawn from 1-4 per plan].
+    #[arg(long)]
+    pub keys: Option<u32>,
+    /// Calls to record (free mode) [default: 1500].
     #[arg(long, conflicts_with = "time")]
     pub ops: Option<u64>,
-    /// Record for this long instead, e.g. 30s, 2m.
+    /// Record for this long instead (free mode), e.g. 30s, 2m.
     #[arg(long, value_parser = humantime::parse_duration)]
     pub time: Option<Duration>,
-    /// free (real concurrency); stepped is not available yet.
+    /// free (real concurrency) or stepped (one step at a time, replayable from --seed).
     #[arg(long, value_enum, default_value_t = Mode::Free)]
     pub mode: Mode,
+    /// Longest plan, in steps (stepped mode) [default: 32].
+    #[arg(long, value_name = "N")]
+    pub steps: Option<usize>,
+    /// Plans to run, seeded S, S+1, ...; stops at the first finding (stepped mode)
+    /// [default: 1].
+    #[arg(long, value_name = "M")]
+    pub plans: Option<u64>,
+    /// A step neither answered nor waiting for this long is a hang (stepped mode), e.g. 5s.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub step_timeout: Option<Duration>,
     /// Seed of the processes' plans [default: from the clock, printed].
     #[arg(long)]
     pub seed: Option<u64>,
     /// Where run directories go [default: $LEASECHECK_HISTORY_DIR, else results/histories].
     #[arg(long)]
     pub history_dir: Option<PathBuf>,
-    /// Isolation levels transactions use (repeatable) [default: read-committed; pg_lease
-    /// 0.1.0 is known to misbehave at the others].
+    /// Isolation levels transactions use (repeatable) [default: read-committed; stepped:
+    /// all three, mostly read-committed].
     #[arg(long = "isolation", value_parser = parse_isolation)]
     pub isolations: Vec<Isolation>,
+    /// Write timeline.html even when the run is linearizable (it is written on a finding).
+    #[arg(long)]
+    pub timeline: bool,
     /// Wall-clock budget of the check, e.g. 60s.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]
     pub budget: Duration,
@@ -77,13 +94,47 @@ fn parse_isolation(s: &str) -> Result<Isolation, String> {
 }
 
 const DEFAULT_OPS: u64 = 1_500;
+const DEFAULT_PROCESSES: u32 = 8;
+const DEFAULT_KEYS: u32 = 2;
 
 impl CheckArgs {
+    /// Refuses the options of the other mode.
+    fn check_mode_options(&self) -> anyhow::Result<()> {
+        let (others, mode) = match self.mode {
+            Mode::Free => (
+                vec![
+                    ("--steps", self.steps.is_some()),
+                    ("--plans", self.plans.is_some()),
+                    ("--step-timeout", self.step_timeout.is_some()),
+                ],
+                "stepped",
+            ),
+            Mode::Stepped => (
+                vec![
+                    ("--ops", self.ops.is_some()),
+                    ("--time", self.time.is_some()),
+                ],
+                "free",
+            ),
+        };
+        if let Some((option, _)) = others.iter().find(|(_, given)| *given) {
+            bail!("{option} is an option of --mode {mode}");
+        }
+        Ok(())
+    }
+
+    fn budget(&self) -> Budget {
+        Budget {
+            time: Some(self.budget),
+            states: Some(self.max_states),
+        }
+    }
+
     fn campaign(&self, history_file: PathBuf, seed: u64) -> anyhow::Result<Campaign> {
         let target: Target = self.target.parse()?;
         let workload = Workload {
-            processes: self.processes,
-            keys: self.keys,
+            processes: self.processes.unwrap_or(DEFAULT_PROCESSES),
+            keys: self.keys.unwrap_or(DEFAULT_KEYS),
             isolations: if self.isolations.is_empty() {
                 Workload::default().isolations
             } else {
@@ -101,10 +152,7 @@ impl CheckArgs {
             length,
             seed,
             target,
-            budget: Budget {
-                time: Some(self.budget),
-                states: Some(self.max_states),
-            },
+            budget: self.budget(),
             call_timeout: self.call_timeout,
             history_file: Some(history_file),
             ..Campaign::new(target, length, seed)
@@ -158,16 +206,26 @@ fn clock_seed() -> u64 {
         .unwrap_or(0)
 }
 
+fn async_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
 /// Runs the campaign; the exit status.
 pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
-    if args.mode == Mode::Stepped {
-        bail!(
-            "--mode stepped is not available yet (a later change adds the stepped mode); \
-             use --mode free"
-        );
-    }
+    args.check_mode_options()?;
     let seed = args.seed.unwrap_or_else(clock_seed);
     let dir = runs_dir(args).join(chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string());
+    match args.mode {
+        Mode::Free => run_free(args, seed, &dir),
+        Mode::Stepped => stepped::run(args, seed, &dir),
+    }
+}
+
+fn run_free(args: &CheckArgs, seed: u64, dir: &Path) -> anyhow::Result<i32> {
     let campaign = args.campaign(dir.join("history.jsonl"), seed)?;
     println!(
         "check: {} on PostgreSQL {}, {} processes x {} keys, {}, seed {seed} (repeat with --seed {seed})",
@@ -181,25 +239,31 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
         }
     );
     let (_install, cluster) = crate::start(args.major)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let runtime = async_runtime()?;
     let bar = Arc::new(bar(campaign.length));
     let report = runtime.block_on(campaign::run(&cluster, &campaign, bar.clone()));
     bar.0.finish_and_clear();
-    let history_file = dir.join("history.jsonl");
-    // A run that failed before recording started has no history to name.
-    let history = history_file.exists().then_some("history.jsonl");
-    let verdict = campaign::verdict_json(&report, &campaign, history);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let verdict_file = dir.join("verdict.json");
-    let text = serde_json::to_string_pretty(&verdict).context("encoding the verdict")?;
-    std::fs::write(&verdict_file, text + "\n")
-        .with_context(|| format!("writing {}", verdict_file.display()))?;
-    let f = &report.figures;
+    let files = RunFiles::new(dir);
+    let history = files.history_name();
+    let timeline = files.write_timeline(
+        args.timeline,
+        &report,
+        None,
+        &format!("{} seed {seed}", campaign.target),
+    )?;
+    let mut verdict = campaign::verdict_json(&report, &campaign, history);
+    if let Some(fields) = verdict.as_object_mut() {
+        fields.insert("timeline".into(), timeline.into());
+    }
+    files.write_verdict(&verdict)?;
     println!("{}", report.outcome);
+    files.print_timeline(timeline);
+    print_figures(&report.figures);
+    files.print_paths(&report, seed);
+    Ok(report.outcome.exit_code())
+}
+
+fn print_figures(f: &campaign::Figures) {
     println!(
         "{} ops recorded in {:.1?} ({:.0} ops/s; {} unknown, {} failed, {} txns, {} process ids); check {:.1?}",
         f.ops,
@@ -211,14 +275,98 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
         f.process_ids,
         f.check_time
     );
-    let history = match history {
-        Some(_) => history_file.display().to_string(),
-        None => "none".to_string(),
-    };
-    println!(
-        "PostgreSQL {}; history {history}; verdict {}; seed {seed}",
-        report.postgres,
-        verdict_file.display()
-    );
-    Ok(report.outcome.exit_code())
+}
+
+/// The files of one run directory.
+struct RunFiles {
+    dir: PathBuf,
+}
+
+const HISTORY: &str = "history.jsonl";
+const VERDICT: &str = "verdict.json";
+const TIMELINE: &str = "timeline.html";
+
+impl RunFiles {
+    fn new(dir: &Path) -> RunFiles {
+        RunFiles {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// The history file's name, when one was written (a run that failed before recording
+    /// started has none).
+    fn history_name(&self) -> Option<&'static str> {
+        self.dir.join(HISTORY).exists().then_some(HISTORY)
+    }
+
+    /// Writes the timeline page on a finding, or when asked; its name when written.
+    fn write_timeline(
+        &self,
+        asked: bool,
+        report: &campaign::Report,
+        verdict: Option<&model::Verdict>,
+        title: &str,
+    ) -> anyhow::Result<Option<&'static str>> {
+        let finding = report.outcome.exit_code() == 1;
+        let (Some(history), true) = (report.history.as_ref(), asked || finding) else {
+            return Ok(None);
+        };
+        let from_outcome = outcome_verdict(&report.outcome);
+        let Some(verdict) = verdict.or(from_outcome.as_ref()) else {
+            return Ok(None);
+        };
+        let page = harness::timeline::render(history, verdict, title);
+        let path = self.dir.join(TIMELINE);
+        std::fs::create_dir_all(&self.dir)
+            .with_context(|| format!("creating {}", self.dir.display()))?;
+        std::fs::write(&path, page).with_context(|| format!("writing {}", path.display()))?;
+        Ok(Some(TIMELINE))
+    }
+
+    fn write_verdict(&self, verdict: &serde_json::Value) -> anyhow::Result<()> {
+        std::fs::create_dir_all(&self.dir)
+            .with_context(|| format!("creating {}", self.dir.display()))?;
+        let path = self.dir.join(VERDICT);
+        let text = serde_json::to_string_pretty(verdict).context("encoding the verdict")?;
+        std::fs::write(&path, text + "\n").with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Says where the timeline page is, right under the verdict, when one was written.
+    fn print_timeline(&self, timeline: Option<&str>) {
+        if let Some(name) = timeline {
+            println!(
+                "timeline of this verdict: {}",
+                self.dir.join(name).display()
+            );
+        }
+    }
+
+    /// The last line: where everything is.
+    fn print_paths(&self, report: &campaign::Report, seed: u64) {
+        let shown = |name: &str| {
+            let path = self.dir.join(name);
+            if path.exists() {
+                path.display().to_string()
+            } else {
+                "none".to_string()
+            }
+        };
+        println!(
+            "PostgreSQL {}; history {}; verdict {}; timeline {}; seed {seed}",
+            report.postgres,
+            shown(HISTORY),
+            shown(VERDICT),
+            shown(TIMELINE)
+        );
+    }
+}
+
+/// The checker's verdict an outcome carries, if it carries one.
+fn outcome_verdict(outcome: &campaign::Outcome) -> Option<model::Verdict> {
+    match outcome {
+        campaign::Outcome::Linearizable(s) => Some(model::Verdict::Linearizable(*s)),
+        campaign::Outcome::Violation(v) => Some(model::Verdict::Violation(v.clone())),
+        campaign::Outcome::Unknown(s) => Some(model::Verdict::Unknown(s.clone())),
+        _ => None,
+    }
 }

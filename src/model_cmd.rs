@@ -2,6 +2,7 @@
 //! controls, or serve the stateright Explorer.
 
 use anyhow::{bail, Context};
+use model::algo_model::{self, AlgoConfig, Timing, Variant};
 use model::check::{self, control_config, RunOptions, Strategy};
 use model::stateright::{Checker, Model};
 use model::{Config, Mutation};
@@ -71,6 +72,16 @@ pub struct ModelArgs {
     /// Run every negative control and check each is caught violating its invariant.
     #[arg(long, conflicts_with = "mutation")]
     pub negative_controls: bool,
+    /// Check the algorithm model (model::algo_model: the calls' steps interleaved across
+    /// sessions) of pg_lease VERSION instead of the contract model: 0.1.0, 0.2.0 or
+    /// 0.2.0-lost-race-keeps-lock. Takes --clients (sessions, 1-3) and --max-time; fails when
+    /// a property fails, printing a shortest counterexample.
+    #[arg(long, value_name = "VERSION", conflicts_with_all = ["mutation", "negative_controls", "serve"])]
+    pub algo: Option<String>,
+    /// With --algo: the clock may tick between any two steps of a call (default: only while
+    /// every session waits, sleeps or is idle).
+    #[arg(long, requires = "algo")]
+    pub slow_steps: bool,
     /// Serve the stateright Explorer on ADDR (e.g. 127.0.0.1:3000) instead of checking;
     /// blocks until interrupted.
     #[arg(long, value_name = "ADDR")]
@@ -169,6 +180,9 @@ pub fn run(args: &ModelArgs) -> anyhow::Result<()> {
     if args.negative_controls {
         return negative_controls(args);
     }
+    if let Some(version) = &args.algo {
+        return algo(args, version);
+    }
     let mutation = match &args.mutation {
         Some(name) => Some(parse_mutation(name)?),
         None => None,
@@ -205,6 +219,28 @@ pub fn run(args: &ModelArgs) -> anyhow::Result<()> {
     }
     if !failed.is_empty() {
         bail!("model check failed: {}", failed.join("; "));
+    }
+    Ok(())
+}
+
+/// `--algo VERSION`: checks the algorithm model of that pg_lease version.
+fn algo(args: &ModelArgs, version: &str) -> anyhow::Result<()> {
+    let variant = Variant::from_name(version).with_context(|| {
+        let names = Variant::ALL.map(Variant::name);
+        format!("unknown pg_lease version {version:?}; expected one of {names:?}")
+    })?;
+    let mut cfg = AlgoConfig::of(variant);
+    cfg.sessions = args.clients.unwrap_or(cfg.sessions);
+    if let Some(t) = args.max_time {
+        cfg.max_time = u8::try_from(t).context("--max-time with --algo must be 0 to 255")?;
+    }
+    if args.slow_steps {
+        cfg.timing = Timing::SlowSteps;
+    }
+    let report = algo_model::run(&cfg, &[])?;
+    print!("{report}");
+    if !report.ok() {
+        bail!("algorithm model of pg_lease {variant}: properties failed");
     }
     Ok(())
 }

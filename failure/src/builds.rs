@@ -90,7 +90,10 @@ impl BrokenBuild {
             )],
             BrokenBuild::SlowWake => &[("LEAST(0.05,", "LEAST(2.0,")],
             BrokenBuild::RenewIgnoresExpiry => &[
-                ("        WHEN v_expires <= clock_timestamp() THEN 'lapsed'\n", ""),
+                (
+                    "        WHEN v_expires <= clock_timestamp() THEN 'lapsed'\n",
+                    "",
+                ),
                 (
                     "AND v_epoch = p_epoch AND v_expires > v_now THEN",
                     "AND v_epoch = p_epoch THEN",
@@ -129,7 +132,11 @@ mod tests {
             let files = b.files().unwrap_or_else(|| panic!("{} is stale", b.name()));
             assert_ne!(files.scripts[1].1, shipped.scripts[1].1, "{}", b.name());
             assert_eq!(files.scripts[0].1, shipped.scripts[0].1, "{}", b.name());
-            assert!(files.name.starts_with("pg_lease_nemesis_"), "{}", files.name);
+            assert!(
+                files.name.starts_with("pg_lease_nemesis_"),
+                "{}",
+                files.name
+            );
         }
     }
 }

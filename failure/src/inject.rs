@@ -55,7 +55,10 @@ async fn signal_pid(admin: &Client, terminate: bool, pid: i32) -> Result<(), Fau
         .map_err(FaultError::db("signalling a backend"))?;
     match signalled {
         true => Ok(()),
-        false => Err(FaultError::not_injected(fault, format!("backend {pid} was gone"))),
+        false => Err(FaultError::not_injected(
+            fault,
+            format!("backend {pid} was gone"),
+        )),
     }
 }
 
@@ -225,7 +228,9 @@ impl<'a> Reach<'a> {
             ));
         }
         let (pid, _, query) = victims.swap_remove(pick as usize % victims.len());
-        signal_pid(admin, terminate, pid).await.map(|()| (pid, query))
+        signal_pid(admin, terminate, pid)
+            .await
+            .map(|()| (pid, query))
     }
 
     /// SIGSTOP of the whole server for `hold`, then SIGCONT.
@@ -272,7 +277,10 @@ impl<'a> Reach<'a> {
             format!("{fault} of {hit} connections (held {hold:?})"),
         )?;
         match hit {
-            0 => Err(FaultError::not_injected(fault.name(), "no connection to cut")),
+            0 => Err(FaultError::not_injected(
+                fault.name(),
+                "no connection to cut",
+            )),
             n => Ok(n),
         }
     }

@@ -78,7 +78,10 @@ impl MixedReport {
 impl fmt::Display for MixedReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(e) = &self.failure {
-            writeln!(f, "FAULT INJECTION FAILED (not a finding about the target): {e}")?;
+            writeln!(
+                f,
+                "FAULT INJECTION FAILED (not a finding about the target): {e}"
+            )?;
         }
         write!(f, "{}", self.report.outcome)?;
         let faults: Vec<String> = self
@@ -120,6 +123,7 @@ pub async fn run_routed(
                     history: None,
                     figures: Default::default(),
                     postgres,
+                    database: None,
                 },
                 tallies: BTreeMap::new(),
                 failure: Some(e),
@@ -139,7 +143,7 @@ pub async fn run_routed(
         ..campaign.clone()
     };
     // Prepared before the cluster is shared: preparing borrows it across awaits.
-    let recording = match campaign::prepare(&cluster, &routed).await {
+    let recording = match campaign::prepare(&cluster, &routed, &mut None).await {
         Ok(r) => r,
         Err(e) => return failed(e.into(), Some(cluster), postgres),
     };
@@ -158,7 +162,9 @@ pub async fn run_routed(
     );
     let report = recording.judge(stopped, progress).await;
     drop(proxy);
-    let failure = driven.failure.or_else(|| never_injected(schedule, &driven.tallies));
+    let failure = driven
+        .failure
+        .or_else(|| never_injected(schedule, &driven.tallies));
     (
         MixedReport {
             report,

@@ -30,17 +30,25 @@ fn summary(fault: Fault, result: &CheckResult) -> String {
 }
 
 async fn passes(fault: Fault, major: u32) {
-    let Some(install) = install(major) else { return };
+    let Some(install) = install(major) else {
+        return;
+    };
     let result = checks::run(fault, &install, None).await;
     println!("{}", summary(fault, &result));
     assert!(result.is_ok(), "{}", summary(fault, &result));
 }
 
 async fn control_is_caught(fault: Fault, major: u32) {
-    let Some(install) = install(major) else { return };
+    let Some(install) = install(major) else {
+        return;
+    };
     let c = control(fault);
     let result = checks::run(fault, &install, Some(c.breakage)).await;
-    println!("control of {fault} ({:?}): {}", c.breakage, summary(fault, &result));
+    println!(
+        "control of {fault} ({:?}): {}",
+        c.breakage,
+        summary(fault, &result)
+    );
     assert!(
         caught(c.expects, &result),
         "the control of {fault} ({:?}) must fail with {:?}, got: {}",

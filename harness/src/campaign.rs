@@ -14,7 +14,9 @@
 use crate::extension::{ExtensionFiles, Mutant, StaleMutant, MUTANTS, VERSION};
 use crate::pg::{Cluster, PgError};
 use crate::recorder::{Recorder, RecorderError, RecorderOptions, Session};
-use crate::workload::{owner_name, Memory, ProcessPlan, Step, Workload, WorkloadError};
+use crate::session::SessionSettings;
+use crate::stepped::Stall;
+use crate::workload::{Memory, ProcessPlan, Step, Workload, WorkloadError};
 use model::checker::{Spent, Stats, Violation};
 use model::{Budget, CheckOptions, History, Verdict};
 use std::collections::BTreeMap;
@@ -37,6 +39,12 @@ pub enum Target {
     PgLease,
     /// A SQL mutant of it ([`MUTANTS`]), installed as `pg_lease_<name>`.
     Mutant(&'static Mutant),
+    /// pg_lease as built here, installed under this extension name of its own (the
+    /// install's extension directory is shared with other checkouts, which rewrite
+    /// `pg_lease`'s files; [`ExtensionFiles::renamed`]).
+    Renamed(&'static str),
+    /// pg_lease 0.1.0 as released ([`ExtensionFiles::version_0_1_0`]).
+    Version010,
 }
 
 /// A target name that is neither `pg_lease` nor `mutant:<a known mutant>`.
@@ -82,6 +90,14 @@ impl fmt::Display for Target {
         match self {
             Target::PgLease => f.write_str(crate::extension::NAME),
             Target::Mutant(m) => write!(f, "mutant:{}", m.name),
+            Target::Renamed(name) => write!(f, "{} as {name}", crate::extension::NAME),
+            Target::Version010 => write!(
+                f,
+                "{} {} as {}",
+                crate::extension::NAME,
+                crate::extension::BASE_VERSION,
+                crate::extension::NAME_0_1_0
+            ),
         }
     }
 }
@@ -92,6 +108,16 @@ impl Target {
         match self {
             Target::PgLease => Ok(ExtensionFiles::pg_lease()),
             Target::Mutant(m) => ExtensionFiles::mutant(m),
+            Target::Renamed(name) => Ok(ExtensionFiles::renamed(name)),
+            Target::Version010 => Ok(ExtensionFiles::version_0_1_0()),
+        }
+    }
+
+    /// The `extversion` `CREATE EXTENSION` must install.
+    pub fn version(&self) -> &'static str {
+        match self {
+            Target::Version010 => crate::extension::BASE_VERSION,
+            _ => crate::extension::VERSION,
         }
     }
 }
@@ -130,6 +156,9 @@ pub struct Campaign {
     /// After the processes stop, a fresh session inspects every key, so that the history
     /// ends with what the server holds.
     pub final_inspect: bool,
+    /// The session settings every process runs under (their setup SQL runs in the fresh
+    /// database before recording).
+    pub session: SessionSettings,
 }
 
 impl Campaign {
@@ -143,10 +172,20 @@ impl Campaign {
             budget: Budget::default(),
             call_timeout: Duration::from_secs(10),
             history_file: None,
+            session: SessionSettings::none(),
             build: None,
             route: None,
             connect_patience: Duration::ZERO,
             final_inspect: false,
+        }
+    }
+
+    /// The version the created extension must be at: the build's ([`VERSION`]) or the
+    /// target's.
+    pub fn expected_version(&self) -> &'static str {
+        match self.build {
+            Some(_) => VERSION,
+            None => self.target.version(),
         }
     }
 
@@ -191,18 +230,29 @@ pub enum InfraError {
         #[source]
         source: PgError,
     },
-    /// The extension created is not the version this checkout ships (another checkout
-    /// rewrote the files in between, or the build is wrong).
-    #[error("extension {name} was created at version {found:?}, expected {expected}")]
+    #[error("CREATE EXTENSION for {target} installed version {found:?}, expected {expected} (another checkout rewrote the files?)")]
     Version {
-        name: String,
-        found: Option<String>,
+        target: String,
         expected: &'static str,
+        found: Option<String>,
+    },
+    #[error("the session setup of {target} failed: {source}")]
+    Setup {
+        target: String,
+        #[source]
+        source: tokio_postgres::Error,
     },
     #[error(transparent)]
     Recorder(RecorderError),
     #[error("a campaign task failed: {0}")]
     Task(String),
+    /// A stepped plan could not be run to its end (a hang, a lost monitor, ...).
+    #[error(transparent)]
+    Stepped(crate::stepped::RunError),
+    #[error("cannot reset the stepped runs' database: {0}")]
+    Reset(#[source] tokio_postgres::Error),
+    #[error("invalid stepped plan: {0}")]
+    Plan(#[from] crate::stepped::PlanError),
 }
 
 /// How a campaign came out.
@@ -210,6 +260,9 @@ pub enum InfraError {
 pub enum Outcome {
     Linearizable(Stats),
     Violation(Box<Violation>),
+    /// A stepped run saw a call wait for a row lock a blocking acquire held across its
+    /// sleep: a finding the history alone cannot show (its answers are linearizable).
+    Stall(Box<Stall>),
     /// The check's budget ran out: never a pass.
     Unknown(Box<Spent>),
     /// The target answered outside the documented shape of its API (it cannot even be
@@ -228,23 +281,24 @@ impl Outcome {
         match self {
             Outcome::Linearizable(_) => "linearizable",
             Outcome::Violation(_) => "violation",
+            Outcome::Stall(_) => "stall",
             Outcome::Unknown(_) => "unknown",
             Outcome::Malformed { .. } => "malformed",
             Outcome::Infrastructure(_) => "infrastructure",
         }
     }
 
-    /// Exit status convention: 0 linearizable, 1 a finding (violation, malformed answer),
-    /// 2 unknown or an infrastructure failure.
+    /// Exit status convention: 0 linearizable, 1 a finding (violation, stall, malformed
+    /// answer), 2 unknown or an infrastructure failure.
     pub fn exit_code(&self) -> i32 {
         match self {
             Outcome::Linearizable(_) => 0,
-            Outcome::Violation(_) | Outcome::Malformed { .. } => 1,
+            Outcome::Violation(_) | Outcome::Stall(_) | Outcome::Malformed { .. } => 1,
             Outcome::Unknown(_) | Outcome::Infrastructure(_) => 2,
         }
     }
 
-    fn of(verdict: Verdict) -> Outcome {
+    pub(crate) fn of(verdict: Verdict) -> Outcome {
         match verdict {
             Verdict::Linearizable(s) => Outcome::Linearizable(s),
             Verdict::Violation(v) => Outcome::Violation(v),
@@ -258,6 +312,7 @@ impl fmt::Display for Outcome {
         match self {
             Outcome::Linearizable(s) => write!(f, "{}", Verdict::Linearizable(*s)),
             Outcome::Violation(v) => write!(f, "{v}"),
+            Outcome::Stall(s) => write!(f, "{s}"),
             Outcome::Unknown(s) => write!(f, "{}", Verdict::Unknown(s.clone())),
             Outcome::Malformed { call, detail } => write!(
                 f,
@@ -303,7 +358,7 @@ impl Figures {
         }
     }
 
-    fn of(history: &History) -> Figures {
+    pub(crate) fn of(history: &History) -> Figures {
         let processes: std::collections::BTreeSet<_> =
             history.ops.iter().map(|o| o.process).collect();
         Figures {
@@ -337,6 +392,8 @@ pub struct Report {
     pub figures: Figures,
     /// The PostgreSQL version of the cluster.
     pub postgres: String,
+    /// The database the campaign ran in (none when it could not be created).
+    pub database: Option<String>,
 }
 
 /// Counts the calls of a campaign and tells the processes when to stop.
@@ -376,7 +433,8 @@ impl Quota {
 /// Runs `campaign` on `cluster` and judges its history.
 pub async fn run(cluster: &Cluster, campaign: &Campaign, progress: Arc<dyn Progress>) -> Report {
     let postgres = cluster.install().version.full.clone();
-    match prepare(cluster, campaign).await {
+    let mut database = None;
+    match prepare(cluster, campaign, &mut database).await {
         Ok(recording) => {
             let stopped = recording.record(progress.clone()).await;
             recording.judge(stopped, progress).await
@@ -386,6 +444,7 @@ pub async fn run(cluster: &Cluster, campaign: &Campaign, progress: Arc<dyn Progr
             history: None,
             figures: Figures::default(),
             postgres,
+            database,
         },
     }
 }
@@ -451,11 +510,13 @@ impl Recording {
     pub async fn judge(self, stopped: Option<Stopped>, progress: Arc<dyn Progress>) -> Report {
         let record_time = self.started.elapsed();
         let postgres = self.postgres.clone();
+        let database = Some(self.database.clone());
         let report = |outcome, history: Option<History>, figures| Report {
             outcome,
             history,
             figures,
             postgres: postgres.clone(),
+            database: database.clone(),
         };
         let finished = self.recorder.finish();
         let history = match (stopped, finished) {
@@ -518,25 +579,80 @@ fn stopped_by(e: Stopped) -> Outcome {
     }
 }
 
-/// Installs the target into a fresh database and opens the recorder on it.
-pub async fn prepare(cluster: &Cluster, campaign: &Campaign) -> Result<Recording, InfraError> {
-    campaign.workload.validate()?;
-    let target = campaign.target.to_string();
-    let files = campaign.files()?;
+/// Installs `target` into a fresh database of `cluster` named after `prefix`; its name.
+pub(crate) async fn install_target(
+    cluster: &Cluster,
+    target: Target,
+    prefix: &str,
+) -> Result<String, InfraError> {
+    let files = target.files()?;
+    install_files(cluster, &files, &target.to_string(), prefix).await
+}
+
+/// Installs `files` into a fresh database of `cluster` named after `prefix`; its name.
+async fn install_files(
+    cluster: &Cluster,
+    files: &ExtensionFiles,
+    name: &str,
+    prefix: &str,
+) -> Result<String, InfraError> {
+    let name = name.to_string();
     files
         .install(cluster.install())
         .map_err(|source| InfraError::Install {
-            target: target.clone(),
+            target: name.clone(),
             source,
         })?;
-    let db = cluster
-        .fresh_database_with("campaign", &files.name)
+    cluster
+        .fresh_database_with(prefix, &files.name)
+        .await
+        .map_err(|source| InfraError::Database {
+            target: name,
+            source,
+        })
+}
+
+/// Installs the target (or the campaign's build) into a fresh database (checking the
+/// version `CREATE EXTENSION` installed), runs the session setup there and opens the
+/// recorder on it; `database` is set as soon as the database exists.
+pub async fn prepare(
+    cluster: &Cluster,
+    campaign: &Campaign,
+    database: &mut Option<String>,
+) -> Result<Recording, InfraError> {
+    campaign.workload.validate()?;
+    let target = campaign.target.to_string();
+    let files = campaign.files()?;
+    let db = install_files(cluster, &files, &target, "campaign").await?;
+    *database = Some(db.clone());
+    let admin = cluster
+        .connect(&db)
         .await
         .map_err(|source| InfraError::Database {
             target: target.clone(),
             source,
         })?;
-    check_version(cluster, &db, &files.name).await?;
+    let found = crate::extension::installed_version(&admin, &files.name)
+        .await
+        .map_err(|source| InfraError::Database {
+            target: target.clone(),
+            source: source.into(),
+        })?;
+    if found.as_deref() != Some(campaign.expected_version()) {
+        return Err(InfraError::Version {
+            target,
+            expected: campaign.expected_version(),
+            found,
+        });
+    }
+    campaign
+        .session
+        .run_setup(&admin)
+        .await
+        .map_err(|source| InfraError::Setup {
+            target: target.clone(),
+            source,
+        })?;
     let config = match campaign.route {
         Some(route) => routed_config(&db, route),
         None => cluster.config(&db),
@@ -546,6 +662,7 @@ pub async fn prepare(cluster: &Cluster, campaign: &Campaign) -> Result<Recording
         history_file: campaign.history_file.clone(),
         meta: meta(cluster, campaign),
         connect_patience: campaign.connect_patience,
+        session: campaign.session.clone(),
     };
     let recorder = Recorder::new(config, options).map_err(InfraError::Recorder)?;
     Ok(Recording {
@@ -574,32 +691,6 @@ fn routed_config(db: &str, route: SocketAddr) -> tokio_postgres::Config {
     config
 }
 
-/// The created extension `name` in `db` must be at [`VERSION`].
-async fn check_version(cluster: &Cluster, db: &str, name: &str) -> Result<(), InfraError> {
-    let version = |found| InfraError::Version {
-        name: name.to_string(),
-        found,
-        expected: VERSION,
-    };
-    let database = |source| InfraError::Database {
-        target: name.to_string(),
-        source,
-    };
-    let client = cluster.connect(db).await.map_err(database)?;
-    let row = client
-        .query_opt(
-            "SELECT extversion FROM pg_extension WHERE extname = $1",
-            &[&name],
-        )
-        .await
-        .map_err(|e| database(e.into()))?;
-    let found: Option<String> = row.and_then(|r| r.try_get(0).ok());
-    match found.as_deref() {
-        Some(VERSION) => Ok(()),
-        _ => Err(version(found)),
-    }
-}
-
 /// The facts of the run, for the history's header.
 fn meta(cluster: &Cluster, campaign: &Campaign) -> BTreeMap<String, serde_json::Value> {
     let length = match campaign.length {
@@ -620,6 +711,7 @@ fn meta(cluster: &Cluster, campaign: &Campaign) -> BTreeMap<String, serde_json::
         ("mode".to_string(), "free".into()),
         ("length".to_string(), length),
         ("workload".to_string(), campaign.workload.to_json()),
+        ("session".to_string(), campaign.session.to_json()),
     ])
 }
 
@@ -690,7 +782,7 @@ impl Process {
     }
 
     async fn steps(&mut self) -> Result<(), RecorderError> {
-        let me = owner_name(self.slot);
+        let me = self.workload.owner(self.slot);
         loop {
             // A paused client makes no step (a closed switch, at the end of the run, is
             // never paused).
@@ -747,11 +839,48 @@ pub fn history_file_from_env(label: &str, seed: u64) -> Option<PathBuf> {
     Some(PathBuf::from(dir).join(format!("{label}-{stamp}-seed{seed}.jsonl")))
 }
 
+/// What was run, as a verdict file states it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunFacts {
+    pub target: String,
+    /// The seed that repeats the run (none for a plan written by hand).
+    pub seed: Option<u64>,
+    /// `"free"` or `"stepped"`.
+    pub mode: &'static str,
+    pub length: serde_json::Value,
+    pub workload: serde_json::Value,
+}
+
+impl Campaign {
+    /// The facts of this campaign for its verdict file.
+    pub fn facts(&self) -> RunFacts {
+        RunFacts {
+            target: self.target.to_string(),
+            seed: Some(self.seed),
+            mode: "free",
+            length: match self.length {
+                Length::Ops(n) => serde_json::json!({"ops": n}),
+                Length::Time(t) => serde_json::json!({"seconds": t.as_secs_f64()}),
+            },
+            workload: self.workload.to_json(),
+        }
+    }
+}
+
 /// The verdict file of a campaign (`verdict.json`, specs/HISTORY.md "Verdict file"):
 /// what was run, how it came out, and the figures. `history` names the history file.
 pub fn verdict_json(
     report: &Report,
     campaign: &Campaign,
+    history: Option<&str>,
+) -> serde_json::Value {
+    verdict_json_of(report, &campaign.facts(), history)
+}
+
+/// The verdict file of any run: `facts` say what was run.
+pub fn verdict_json_of(
+    report: &Report,
+    facts: &RunFacts,
     history: Option<&str>,
 ) -> serde_json::Value {
     use serde_json::{json, Value};
@@ -771,6 +900,17 @@ pub fn verdict_json(
                 model::checker::FoundBy::Search => "search".to_string(),
             }),
         ),
+        Outcome::Stall(s) => (
+            Value::Null,
+            json!([s.key]),
+            json!([s.blocked_op, s.blocker_op]
+                .iter()
+                .flatten()
+                .collect::<Vec<_>>()),
+            Value::from(s.to_string()),
+            Value::Null,
+            Value::from("stepped:monitor"),
+        ),
         other => (
             Value::Null,
             json!([]),
@@ -787,10 +927,6 @@ pub fn verdict_json(
         Outcome::Linearizable(s) => (json!(s.partitions), json!(s.states)),
         Outcome::Unknown(s) => (json!(s.stats.partitions), json!(s.stats.states)),
         _ => (Value::Null, Value::Null),
-    };
-    let length = match campaign.length {
-        Length::Ops(n) => json!({"ops": n}),
-        Length::Time(t) => json!({"seconds": t.as_secs_f64()}),
     };
     json!({
         "format": "leasecheck-verdict",
@@ -818,12 +954,12 @@ pub fn verdict_json(
             "search_states": states,
             "faults": report.history.as_ref().map(fault_counts).unwrap_or_default(),
         },
-        "target": campaign.target.to_string(),
+        "target": facts.target,
         "postgres": report.postgres,
-        "seed": campaign.seed,
-        "mode": "free",
-        "length": length,
-        "workload": campaign.workload.to_json(),
+        "seed": facts.seed,
+        "mode": facts.mode,
+        "length": facts.length,
+        "workload": facts.workload,
         "history": history,
     })
 }

@@ -7,7 +7,12 @@
 //! take effect; a lost connection, a terminated backend or a client-side
 //! timeout means the outcome is unknown ([`LeaseError::OutcomeUnknown`]); bad
 //! SQL or a misused driver is the harness's own bug ([`LeaseError::HarnessBug`]).
+//!
+//! The free functions pass keys and owners as they are; [`Calls`] can pass them through a
+//! collation instead (a session setting a caller controls, specs/SEMANTICS.md section 10).
+//! The client's own SQL qualifies what a session's search_path could redirect.
 
+use crate::session::{Arguments, Collated};
 use chrono::{DateTime, Utc};
 use model::fate::{
     BugCause, Condition, Failure, Fate, UnknownCause, INVALID_PARAMETER_VALUE, QUERY_CANCELED,
@@ -224,12 +229,147 @@ fn micros(d: Duration) -> i64 {
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
 }
 
-const ACQUIRE: &str = "SELECT acquired, epoch, expires_at FROM lease.acquire($1, $2, \
-                       $3::bigint * interval '1 microsecond', $4::bigint * interval '1 microsecond')";
-const RENEW: &str =
-    "SELECT status, expires_at FROM lease.renew($1, $2, $3, $4::bigint * interval '1 microsecond')";
-const RELEASE: &str = "SELECT status FROM lease.release($1, $2, $3)";
-const INSPECT: &str = "SELECT held, owner, epoch, expires_at FROM lease.inspect($1)";
+/// The SQL of the four calls: keys and owners passed as they are, or through a
+/// collation (on the argument or from a source column, [`crate::session`]).
+#[derive(Clone, Debug)]
+pub struct Calls {
+    acquire: String,
+    renew: String,
+    release: String,
+    inspect: String,
+}
+
+impl Calls {
+    /// The calls with keys and owners through `collation` (as they are when `None`).
+    pub fn new(collation: Option<&Collated>) -> Calls {
+        let us = |n: usize| format!("${n}::bigint * interval '1 microsecond'");
+        let with_owner = Arguments::of(collation, true);
+        let key_only = Arguments::of(collation, false);
+        let (k, o) = (&with_owner.key, &with_owner.owner);
+        Calls {
+            acquire: format!(
+                "SELECT r.acquired, r.epoch, r.expires_at FROM {}",
+                with_owner.from(&format!("lease.acquire({k}, {o}, {}, {})", us(3), us(4)))
+            ),
+            renew: format!(
+                "SELECT r.status, r.expires_at FROM {}",
+                with_owner.from(&format!("lease.renew({k}, {o}, $3::bigint, {})", us(4)))
+            ),
+            release: format!(
+                "SELECT r.status FROM {}",
+                with_owner.from(&format!("lease.release({k}, {o}, $3::bigint)"))
+            ),
+            inspect: format!(
+                "SELECT r.held, r.owner, r.epoch, r.expires_at FROM {}",
+                key_only.from(&format!("lease.inspect({})", key_only.key))
+            ),
+        }
+    }
+
+    /// Keys and owners as they are.
+    pub fn plain() -> &'static Calls {
+        static PLAIN: std::sync::OnceLock<Calls> = std::sync::OnceLock::new();
+        PLAIN.get_or_init(|| Calls::new(None))
+    }
+
+    /// `lease.acquire(key, owner, ttl, wait)`.
+    pub async fn acquire<C: GenericClient>(
+        &self,
+        c: &C,
+        key: &str,
+        owner: &str,
+        ttl: Duration,
+        wait: Duration,
+    ) -> Result<Acquire, LeaseError> {
+        let rows = c
+            .query(&self.acquire, &[&key, &owner, &micros(ttl), &micros(wait)])
+            .await
+            .map_err(classify)?;
+        let row = one_row(rows, "lease.acquire")?;
+        let acquired: bool = get(&row, 0)?;
+        let epoch: Option<i64> = get(&row, 1)?;
+        let expires_at: Option<DateTime<Utc>> = get(&row, 2)?;
+        match (acquired, epoch, expires_at) {
+            (true, Some(epoch), Some(expires_at)) => Ok(Acquire::Acquired { epoch, expires_at }),
+            (false, None, None) => Ok(Acquire::Denied),
+            other => Err(LeaseError::Unexpected(format!(
+                "lease.acquire returned {other:?}"
+            ))),
+        }
+    }
+
+    /// `lease.renew(key, owner, epoch, ttl)`.
+    pub async fn renew<C: GenericClient>(
+        &self,
+        c: &C,
+        key: &str,
+        owner: &str,
+        epoch: i64,
+        ttl: Duration,
+    ) -> Result<Renew, LeaseError> {
+        let rows = c
+            .query(&self.renew, &[&key, &owner, &epoch, &micros(ttl)])
+            .await
+            .map_err(classify)?;
+        let row = one_row(rows, "lease.renew")?;
+        let status = status_of(&row)?;
+        let expires_at: Option<DateTime<Utc>> = get(&row, 1)?;
+        if (status == Status::Ok) != expires_at.is_some() {
+            return Err(LeaseError::Unexpected(format!(
+                "lease.renew returned {status:?} with expires_at {expires_at:?}"
+            )));
+        }
+        Ok(Renew { status, expires_at })
+    }
+
+    /// `lease.release(key, owner, epoch)`.
+    pub async fn release<C: GenericClient>(
+        &self,
+        c: &C,
+        key: &str,
+        owner: &str,
+        epoch: i64,
+    ) -> Result<Status, LeaseError> {
+        let rows = c
+            .query(&self.release, &[&key, &owner, &epoch])
+            .await
+            .map_err(classify)?;
+        let row = one_row(rows, "lease.release")?;
+        status_of(&row)
+    }
+
+    /// `lease.inspect(key)`: None for a never-leased key.
+    pub async fn inspect<C: GenericClient>(
+        &self,
+        c: &C,
+        key: &str,
+    ) -> Result<Option<Inspect>, LeaseError> {
+        let rows = c.query(&self.inspect, &[&key]).await.map_err(classify)?;
+        if rows.len() > 1 {
+            return Err(LeaseError::Unexpected(format!(
+                "lease.inspect returned {} rows",
+                rows.len()
+            )));
+        }
+        let Some(row) = rows.into_iter().next() else {
+            return Ok(None);
+        };
+        let out = Inspect {
+            held: get(&row, 0)?,
+            owner: get(&row, 1)?,
+            epoch: get(&row, 2)?,
+            expires_at: get(&row, 3)?,
+        };
+        if out.held != (out.owner.is_some() && out.expires_at.is_some())
+            || (!out.held && out.owner.is_some())
+        {
+            return Err(LeaseError::Unexpected(format!(
+                "lease.inspect returned {out:?}"
+            )));
+        }
+        Ok(Some(out))
+    }
+}
 
 fn one_row(rows: Vec<tokio_postgres::Row>, what: &str) -> Result<tokio_postgres::Row, LeaseError> {
     let n = rows.len();
@@ -253,7 +393,7 @@ fn get<'a, T: tokio_postgres::types::FromSql<'a>>(
         .map_err(|e| LeaseError::Unexpected(describe(&e)))
 }
 
-/// `lease.acquire(key, owner, ttl, wait)`.
+/// `lease.acquire(key, owner, ttl, wait)`, keys and owners as they are.
 pub async fn acquire<C: GenericClient>(
     c: &C,
     key: &str,
@@ -261,24 +401,10 @@ pub async fn acquire<C: GenericClient>(
     ttl: Duration,
     wait: Duration,
 ) -> Result<Acquire, LeaseError> {
-    let rows = c
-        .query(ACQUIRE, &[&key, &owner, &micros(ttl), &micros(wait)])
-        .await
-        .map_err(classify)?;
-    let row = one_row(rows, "lease.acquire")?;
-    let acquired: bool = get(&row, 0)?;
-    let epoch: Option<i64> = get(&row, 1)?;
-    let expires_at: Option<DateTime<Utc>> = get(&row, 2)?;
-    match (acquired, epoch, expires_at) {
-        (true, Some(epoch), Some(expires_at)) => Ok(Acquire::Acquired { epoch, expires_at }),
-        (false, None, None) => Ok(Acquire::Denied),
-        other => Err(LeaseError::Unexpected(format!(
-            "lease.acquire returned {other:?}"
-        ))),
-    }
+    Calls::plain().acquire(c, key, owner, ttl, wait).await
 }
 
-/// `lease.renew(key, owner, epoch, ttl)`.
+/// `lease.renew(key, owner, epoch, ttl)`, keys and owners as they are.
 pub async fn renew<C: GenericClient>(
     c: &C,
     key: &str,
@@ -286,34 +412,17 @@ pub async fn renew<C: GenericClient>(
     epoch: i64,
     ttl: Duration,
 ) -> Result<Renew, LeaseError> {
-    let rows = c
-        .query(RENEW, &[&key, &owner, &epoch, &micros(ttl)])
-        .await
-        .map_err(classify)?;
-    let row = one_row(rows, "lease.renew")?;
-    let status = status_of(&row)?;
-    let expires_at: Option<DateTime<Utc>> = get(&row, 1)?;
-    if (status == Status::Ok) != expires_at.is_some() {
-        return Err(LeaseError::Unexpected(format!(
-            "lease.renew returned {status:?} with expires_at {expires_at:?}"
-        )));
-    }
-    Ok(Renew { status, expires_at })
+    Calls::plain().renew(c, key, owner, epoch, ttl).await
 }
 
-/// `lease.release(key, owner, epoch)`.
+/// `lease.release(key, owner, epoch)`, keys and owners as they are.
 pub async fn release<C: GenericClient>(
     c: &C,
     key: &str,
     owner: &str,
     epoch: i64,
 ) -> Result<Status, LeaseError> {
-    let rows = c
-        .query(RELEASE, &[&key, &owner, &epoch])
-        .await
-        .map_err(classify)?;
-    let row = one_row(rows, "lease.release")?;
-    status_of(&row)
+    Calls::plain().release(c, key, owner, epoch).await
 }
 
 /// The status column (the first) of a renew or release row.
@@ -322,32 +431,9 @@ fn status_of(row: &tokio_postgres::Row) -> Result<Status, LeaseError> {
     Status::parse(&status).ok_or_else(|| LeaseError::Unexpected(format!("status {status:?}")))
 }
 
-/// `lease.inspect(key)`: None for a never-leased key.
+/// `lease.inspect(key)`: None for a never-leased key (the key as it is).
 pub async fn inspect<C: GenericClient>(c: &C, key: &str) -> Result<Option<Inspect>, LeaseError> {
-    let rows = c.query(INSPECT, &[&key]).await.map_err(classify)?;
-    if rows.len() > 1 {
-        return Err(LeaseError::Unexpected(format!(
-            "lease.inspect returned {} rows",
-            rows.len()
-        )));
-    }
-    let Some(row) = rows.into_iter().next() else {
-        return Ok(None);
-    };
-    let out = Inspect {
-        held: get(&row, 0)?,
-        owner: get(&row, 1)?,
-        epoch: get(&row, 2)?,
-        expires_at: get(&row, 3)?,
-    };
-    if out.held != (out.owner.is_some() && out.expires_at.is_some())
-        || (!out.held && out.owner.is_some())
-    {
-        return Err(LeaseError::Unexpected(format!(
-            "lease.inspect returned {out:?}"
-        )));
-    }
-    Ok(Some(out))
+    Calls::plain().inspect(c, key).await
 }
 
 /// The injected `expire(key)` fault: a held key's lease lapses now (its
@@ -357,8 +443,9 @@ pub async fn inspect<C: GenericClient>(c: &C, key: &str) -> Result<Option<Inspec
 pub async fn expire<C: GenericClient>(c: &C, key: &str) -> Result<bool, LeaseError> {
     let n = c
         .execute(
-            "UPDATE lease.leases SET expires_at = clock_timestamp() \
-             WHERE key = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp()",
+            "UPDATE lease.leases SET expires_at = pg_catalog.clock_timestamp() \
+             WHERE key OPERATOR(pg_catalog.=) $1::text AND owner IS NOT NULL \
+               AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()",
             &[&key],
         )
         .await
@@ -369,7 +456,7 @@ pub async fn expire<C: GenericClient>(c: &C, key: &str) -> Result<bool, LeaseErr
 /// The server's `clock_timestamp()`.
 pub async fn server_now<C: GenericClient>(c: &C) -> Result<DateTime<Utc>, LeaseError> {
     let row = c
-        .query_one("SELECT clock_timestamp()", &[])
+        .query_one("SELECT pg_catalog.clock_timestamp()", &[])
         .await
         .map_err(classify)?;
     get(&row, 0)

@@ -4,8 +4,9 @@
 //! Each check gets its own database on a shared cluster; checks that restart
 //! or crash the server start a cluster of their own from the same install.
 
-use crate::client::{self, Acquire, LeaseError, Status};
-use crate::pg::{Cluster, PgInstall};
+use crate::client::{self, Acquire, Calls, LeaseError, Status};
+use crate::pg::{Cluster, ClusterOptions, PgInstall};
+use crate::session::SessionSettings;
 use chrono::{DateTime, Utc};
 use std::future::Future;
 use std::pin::Pin;
@@ -37,26 +38,65 @@ pub struct Ctx<'a> {
     /// The extension under test: pg_lease or a mutant of it.
     pub extension: &'a str,
     pub check: &'static str,
+    /// The session settings every connection the check opens runs under (their setup
+    /// runs in every database the check creates).
+    pub session: &'a SessionSettings,
+    /// The calls, keys and owners through the session's collation if it names one.
+    pub calls: Calls,
 }
 
 impl Ctx<'_> {
-    /// A fresh database with pg_lease, and a connection to it.
+    /// A fresh database with pg_lease (and the session setup), and a connection to it.
     async fn db(&self) -> Result<(String, Client), Failure> {
-        let name = self
-            .cluster
-            .fresh_database_with(self.check, self.extension)
-            .await
-            .map_err(|e| e.to_string())?;
-        let client = self
-            .cluster
-            .connect(&name)
-            .await
-            .map_err(|e| e.to_string())?;
+        let name = self.fresh_database_on(self.cluster, self.check).await?;
+        let client = self.connect(&name).await?;
         Ok((name, client))
     }
 
+    /// A fresh database with pg_lease on `cluster`, with the session setup run in it.
+    async fn fresh_database_on(&self, cluster: &Cluster, prefix: &str) -> Result<String, Failure> {
+        let name = cluster
+            .fresh_database_with(prefix, self.extension)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.setup_on(cluster, &name).await?;
+        Ok(name)
+    }
+
+    /// Runs the session setup in `db` of `cluster` (as the superuser, without the settings).
+    async fn setup_on(&self, cluster: &Cluster, db: &str) -> Result<(), Failure> {
+        if self.session.setup.is_empty() {
+            return Ok(());
+        }
+        let admin = cluster.connect(db).await.map_err(|e| e.to_string())?;
+        self.session
+            .run_setup(&admin)
+            .await
+            .map_err(|e| format!("the session setup: {}", pg(e)))
+    }
+
+    /// A connection to `db` of the shared cluster, under the session settings.
     async fn connect(&self, db: &str) -> Result<Client, Failure> {
-        self.cluster.connect(db).await.map_err(|e| e.to_string())
+        self.connect_on(self.cluster, db).await
+    }
+
+    /// A connection to `db` of `cluster`, under the session settings.
+    async fn connect_on(&self, cluster: &Cluster, db: &str) -> Result<Client, Failure> {
+        self.session
+            .connect(&cluster.config(db))
+            .await
+            .map_err(|e| format!("connecting under the session settings: {}", pg(e)))
+    }
+
+    /// `lease.acquire` with no wait, which must grant: the epoch and expiry.
+    async fn acquired(
+        &self,
+        c: &impl tokio_postgres::GenericClient,
+        key: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<(i64, DateTime<Utc>), Failure> {
+        acquired(&self.calls, c, key, owner, ttl).await
     }
 }
 
@@ -128,7 +168,28 @@ pub async fn run_against(
     extension: &str,
     select: impl Fn(&str) -> bool,
 ) -> Report {
+    run_with(
+        install,
+        cluster,
+        extension,
+        &SessionSettings::none(),
+        select,
+    )
+    .await
+}
+
+/// Runs the selected checks against the named extension with every connection they open
+/// under `session` (specs/SEMANTICS.md section 10): its settings on connect, keys and
+/// owners of the typed calls through its collation, its setup in every database.
+pub async fn run_with(
+    install: &PgInstall,
+    cluster: &Cluster,
+    extension: &str,
+    session: &SessionSettings,
+    select: impl Fn(&str) -> bool,
+) -> Report {
     let mut outcomes = Vec::new();
+    let calls = Calls::new(session.collation.as_ref());
     for check in checks() {
         if !select(check.name) {
             continue;
@@ -138,6 +199,8 @@ pub async fn run_against(
             cluster,
             extension,
             check: check.name,
+            session,
+            calls: calls.clone(),
         };
         let start = Instant::now();
         let result = (check.run)(&ctx).await;
@@ -217,12 +280,14 @@ fn chrono_of(d: Duration) -> chrono::Duration {
 }
 
 async fn acquired(
+    calls: &Calls,
     c: &impl tokio_postgres::GenericClient,
     key: &str,
     owner: &str,
     ttl: Duration,
 ) -> Result<(i64, DateTime<Utc>), Failure> {
-    match client::acquire(c, key, owner, ttl, Duration::ZERO)
+    match calls
+        .acquire(c, key, owner, ttl, Duration::ZERO)
         .await
         .map_err(e)?
     {
@@ -235,7 +300,10 @@ async fn acquired(
 
 async fn xid_assigned(c: &impl tokio_postgres::GenericClient) -> Result<bool, Failure> {
     let row = c
-        .query_one("SELECT pg_current_xact_id_if_assigned() IS NOT NULL", &[])
+        .query_one(
+            "SELECT pg_catalog.pg_current_xact_id_if_assigned() IS NOT NULL",
+            &[],
+        )
         .await
         .map_err(pg)?;
     Ok(row.get(0))
@@ -244,7 +312,7 @@ async fn xid_assigned(c: &impl tokio_postgres::GenericClient) -> Result<bool, Fa
 async fn acquire_grants_epoch_1_expiring_at_server_time_plus_ttl(ctx: &Ctx<'_>) -> CheckResult {
     let (_, c) = ctx.db().await?;
     let before = client::server_now(&c).await.map_err(e)?;
-    let (epoch, expires_at) = acquired(&c, "job-42", "worker-a1", S(30)).await?;
+    let (epoch, expires_at) = ctx.acquired(&c, "job-42", "worker-a1", S(30)).await?;
     let after = client::server_now(&c).await.map_err(e)?;
     ensure!(epoch == 1, "first grant has epoch {epoch}, expected 1");
     let ttl = chrono_of(S(30));
@@ -252,7 +320,7 @@ async fn acquire_grants_epoch_1_expiring_at_server_time_plus_ttl(ctx: &Ctx<'_>) 
         before + ttl <= expires_at && expires_at <= after + ttl,
         "expires_at {expires_at} is not server time + 30s (server time was in [{before}, {after}])"
     );
-    let row = client::inspect(&c, "job-42").await.map_err(e)?;
+    let row = ctx.calls.inspect(&c, "job-42").await.map_err(e)?;
     ensure!(
         row.as_ref()
             .is_some_and(|r| r.held && r.owner.as_deref() == Some("worker-a1") && r.epoch == 1),
@@ -263,9 +331,11 @@ async fn acquire_grants_epoch_1_expiring_at_server_time_plus_ttl(ctx: &Ctx<'_>) 
 
 async fn denied_acquire_returns_nulls_and_writes_nothing(ctx: &Ctx<'_>) -> CheckResult {
     let (_, mut c) = ctx.db().await?;
-    acquired(&c, "k", "a", S(60)).await?;
+    ctx.acquired(&c, "k", "a", S(60)).await?;
     let tx = c.transaction().await.map_err(pg)?;
-    let got = client::acquire(&tx, "k", "b", S(60), Duration::ZERO)
+    let got = ctx
+        .calls
+        .acquire(&tx, "k", "b", S(60), Duration::ZERO)
         .await
         .map_err(e)?;
     ensure!(
@@ -295,9 +365,11 @@ async fn denied_acquire_returns_nulls_and_writes_nothing(ctx: &Ctx<'_>) -> Check
 
 async fn same_owner_acquire_is_idempotent_and_writes_nothing(ctx: &Ctx<'_>) -> CheckResult {
     let (_, mut c) = ctx.db().await?;
-    let (epoch, expires_at) = acquired(&c, "job-42", "worker-a1", S(30)).await?;
+    let (epoch, expires_at) = ctx.acquired(&c, "job-42", "worker-a1", S(30)).await?;
     let tx = c.transaction().await.map_err(pg)?;
-    let again = client::acquire(&tx, "job-42", "worker-a1", S(300), S(5))
+    let again = ctx
+        .calls
+        .acquire(&tx, "job-42", "worker-a1", S(300), S(5))
         .await
         .map_err(e)?;
     ensure!(
@@ -314,9 +386,11 @@ async fn same_owner_acquire_is_idempotent_and_writes_nothing(ctx: &Ctx<'_>) -> C
 
 async fn renew_extends_expiry_and_keeps_the_epoch(ctx: &Ctx<'_>) -> CheckResult {
     let (_, c) = ctx.db().await?;
-    let (epoch, first) = acquired(&c, "job-42", "worker-a1", S(1)).await?;
+    let (epoch, first) = ctx.acquired(&c, "job-42", "worker-a1", S(1)).await?;
     let before = client::server_now(&c).await.map_err(e)?;
-    let renewed = client::renew(&c, "job-42", "worker-a1", epoch, S(60))
+    let renewed = ctx
+        .calls
+        .renew(&c, "job-42", "worker-a1", epoch, S(60))
         .await
         .map_err(e)?;
     let after = client::server_now(&c).await.map_err(e)?;
@@ -328,7 +402,9 @@ async fn renew_extends_expiry_and_keeps_the_epoch(ctx: &Ctx<'_>) -> CheckResult 
         before + ttl <= new && new <= after + ttl,
         "renewed expiry {new} is not server time + 60s"
     );
-    let row = client::inspect(&c, "job-42")
+    let row = ctx
+        .calls
+        .inspect(&c, "job-42")
         .await
         .map_err(e)?
         .ok_or("inspect: no row")?;
@@ -341,12 +417,16 @@ async fn renew_extends_expiry_and_keeps_the_epoch(ctx: &Ctx<'_>) -> CheckResult 
 
 async fn release_frees_and_advances_the_epoch(ctx: &Ctx<'_>) -> CheckResult {
     let (_, c) = ctx.db().await?;
-    let (epoch, _) = acquired(&c, "job-42", "worker-a1", S(30)).await?;
-    let st = client::release(&c, "job-42", "worker-a1", epoch)
+    let (epoch, _) = ctx.acquired(&c, "job-42", "worker-a1", S(30)).await?;
+    let st = ctx
+        .calls
+        .release(&c, "job-42", "worker-a1", epoch)
         .await
         .map_err(e)?;
     ensure!(st == Status::Ok, "release: {st:?}");
-    let row = client::inspect(&c, "job-42")
+    let row = ctx
+        .calls
+        .inspect(&c, "job-42")
         .await
         .map_err(e)?
         .ok_or("inspect after release: no row")?;
@@ -355,7 +435,7 @@ async fn release_frees_and_advances_the_epoch(ctx: &Ctx<'_>) -> CheckResult {
         "after release inspect shows {row:?}, expected free with epoch {}",
         epoch + 1
     );
-    let (next, _) = acquired(&c, "job-42", "worker-b2", S(30)).await?;
+    let (next, _) = ctx.acquired(&c, "job-42", "worker-b2", S(30)).await?;
     ensure!(
         next > row.epoch,
         "the next grant's epoch {next} does not exceed the watermark {}",
@@ -369,66 +449,88 @@ async fn renew_and_release_statuses_follow_precedence(ctx: &Ctx<'_>) -> CheckRes
     let ttl = S(60);
     let mut cases: Vec<(&str, Status, Status)> = Vec::new();
     // Unknown key.
-    let r = client::renew(&c, "unknown", "a", 1, ttl)
+    let r = ctx
+        .calls
+        .renew(&c, "unknown", "a", 1, ttl)
         .await
         .map_err(e)?
         .status;
-    let l = client::release(&c, "unknown", "a", 1).await.map_err(e)?;
+    let l = ctx.calls.release(&c, "unknown", "a", 1).await.map_err(e)?;
     cases.push(("unknown key", r, l));
     // Free key (released).
-    let (ep, _) = acquired(&c, "free", "a", ttl).await?;
-    client::release(&c, "free", "a", ep).await.map_err(e)?;
-    let r = client::renew(&c, "free", "a", ep, ttl)
+    let (ep, _) = ctx.acquired(&c, "free", "a", ttl).await?;
+    ctx.calls.release(&c, "free", "a", ep).await.map_err(e)?;
+    let r = ctx
+        .calls
+        .renew(&c, "free", "a", ep, ttl)
         .await
         .map_err(e)?
         .status;
-    let l = client::release(&c, "free", "a", ep).await.map_err(e)?;
+    let l = ctx.calls.release(&c, "free", "a", ep).await.map_err(e)?;
     cases.push(("free key", r, l));
     // Live lease of another owner (even with the right epoch).
-    let (ep, _) = acquired(&c, "other", "b", ttl).await?;
-    let r = client::renew(&c, "other", "a", ep, ttl)
+    let (ep, _) = ctx.acquired(&c, "other", "b", ttl).await?;
+    let r = ctx
+        .calls
+        .renew(&c, "other", "a", ep, ttl)
         .await
         .map_err(e)?
         .status;
-    let l = client::release(&c, "other", "a", ep).await.map_err(e)?;
+    let l = ctx.calls.release(&c, "other", "a", ep).await.map_err(e)?;
     cases.push(("another owner's live lease", r, l));
     // Lapsed lease of another owner: not_owner beats lapsed.
-    let (ep, _) = acquired(&c, "other-lapsed", "b", ttl).await?;
+    let (ep, _) = ctx.acquired(&c, "other-lapsed", "b", ttl).await?;
     client::expire(&c, "other-lapsed").await.map_err(e)?;
-    let r = client::renew(&c, "other-lapsed", "a", ep, ttl)
+    let r = ctx
+        .calls
+        .renew(&c, "other-lapsed", "a", ep, ttl)
         .await
         .map_err(e)?
         .status;
-    let l = client::release(&c, "other-lapsed", "a", ep)
+    let l = ctx
+        .calls
+        .release(&c, "other-lapsed", "a", ep)
         .await
         .map_err(e)?;
     cases.push(("another owner's lapsed lease", r, l));
     // Own lapsed lease with a wrong epoch: lapsed beats epoch_mismatch.
-    let (ep, _) = acquired(&c, "own-lapsed", "a", ttl).await?;
+    let (ep, _) = ctx.acquired(&c, "own-lapsed", "a", ttl).await?;
     client::expire(&c, "own-lapsed").await.map_err(e)?;
-    let r = client::renew(&c, "own-lapsed", "a", ep + 7, ttl)
+    let r = ctx
+        .calls
+        .renew(&c, "own-lapsed", "a", ep + 7, ttl)
         .await
         .map_err(e)?
         .status;
-    let l = client::release(&c, "own-lapsed", "a", ep + 7)
+    let l = ctx
+        .calls
+        .release(&c, "own-lapsed", "a", ep + 7)
         .await
         .map_err(e)?;
     cases.push(("own lapsed lease, wrong epoch", r, l));
-    let r = client::renew(&c, "own-lapsed", "a", ep, ttl)
+    let r = ctx
+        .calls
+        .renew(&c, "own-lapsed", "a", ep, ttl)
         .await
         .map_err(e)?
         .status;
-    let l = client::release(&c, "own-lapsed", "a", ep)
+    let l = ctx
+        .calls
+        .release(&c, "own-lapsed", "a", ep)
         .await
         .map_err(e)?;
     cases.push(("own lapsed lease, right epoch", r, l));
     // Own live lease with a stale epoch.
-    let (ep, _) = acquired(&c, "own-live", "a", ttl).await?;
-    let r = client::renew(&c, "own-live", "a", ep - 1, ttl)
+    let (ep, _) = ctx.acquired(&c, "own-live", "a", ttl).await?;
+    let r = ctx
+        .calls
+        .renew(&c, "own-live", "a", ep - 1, ttl)
         .await
         .map_err(e)?
         .status;
-    let l = client::release(&c, "own-live", "a", ep + 1)
+    let l = ctx
+        .calls
+        .release(&c, "own-live", "a", ep + 1)
         .await
         .map_err(e)?;
     cases.push(("own live lease, wrong epoch", r, l));
@@ -450,7 +552,9 @@ async fn renew_and_release_statuses_follow_precedence(ctx: &Ctx<'_>) -> CheckRes
         );
     }
     // None of those failures changed anything.
-    let row = client::inspect(&c, "own-live")
+    let row = ctx
+        .calls
+        .inspect(&c, "own-live")
         .await
         .map_err(e)?
         .ok_or("no row")?;
@@ -458,7 +562,9 @@ async fn renew_and_release_statuses_follow_precedence(ctx: &Ctx<'_>) -> CheckRes
         row.held && row.epoch == ep,
         "failed calls changed own-live: {row:?}"
     );
-    let row = client::inspect(&c, "own-lapsed")
+    let row = ctx
+        .calls
+        .inspect(&c, "own-lapsed")
         .await
         .map_err(e)?
         .ok_or("no row")?;
@@ -471,13 +577,13 @@ async fn renew_and_release_statuses_follow_precedence(ctx: &Ctx<'_>) -> CheckRes
 
 async fn inspect_tells_never_leased_free_held_and_lapsed_apart(ctx: &Ctx<'_>) -> CheckResult {
     let (_, c) = ctx.db().await?;
-    let never = client::inspect(&c, "never").await.map_err(e)?;
+    let never = ctx.calls.inspect(&c, "never").await.map_err(e)?;
     ensure!(
         never.is_none(),
         "never-leased key: {never:?}, expected zero rows"
     );
-    let (ep, exp) = acquired(&c, "k", "a", MS(300)).await?;
-    let held = client::inspect(&c, "k").await.map_err(e)?;
+    let (ep, exp) = ctx.acquired(&c, "k", "a", MS(300)).await?;
+    let held = ctx.calls.inspect(&c, "k").await.map_err(e)?;
     ensure!(
         held == Some(client::Inspect {
             held: true,
@@ -488,7 +594,7 @@ async fn inspect_tells_never_leased_free_held_and_lapsed_apart(ctx: &Ctx<'_>) ->
         "held key: {held:?}"
     );
     tokio::time::sleep(MS(400)).await;
-    let lapsed = client::inspect(&c, "k").await.map_err(e)?;
+    let lapsed = ctx.calls.inspect(&c, "k").await.map_err(e)?;
     ensure!(
         lapsed
             == Some(client::Inspect {
@@ -499,9 +605,9 @@ async fn inspect_tells_never_leased_free_held_and_lapsed_apart(ctx: &Ctx<'_>) ->
             }),
         "lapsed key: {lapsed:?}, expected unowned with the watermark {ep}"
     );
-    let (ep2, _) = acquired(&c, "k", "b", S(60)).await?;
-    client::release(&c, "k", "b", ep2).await.map_err(e)?;
-    let free = client::inspect(&c, "k").await.map_err(e)?;
+    let (ep2, _) = ctx.acquired(&c, "k", "b", S(60)).await?;
+    ctx.calls.release(&c, "k", "b", ep2).await.map_err(e)?;
+    let free = ctx.calls.inspect(&c, "k").await.map_err(e)?;
     ensure!(
         free == Some(client::Inspect {
             held: false,
@@ -516,22 +622,28 @@ async fn inspect_tells_never_leased_free_held_and_lapsed_apart(ctx: &Ctx<'_>) ->
 
 async fn lapsed_lease_is_taken_over_at_once_with_a_greater_epoch(ctx: &Ctx<'_>) -> CheckResult {
     let (_, c) = ctx.db().await?;
-    let (e1, _) = acquired(&c, "job-42", "worker-a1", MS(300)).await?;
+    let (e1, _) = ctx.acquired(&c, "job-42", "worker-a1", MS(300)).await?;
     tokio::time::sleep(MS(400)).await;
-    let r = client::renew(&c, "job-42", "worker-a1", e1, S(30))
+    let r = ctx
+        .calls
+        .renew(&c, "job-42", "worker-a1", e1, S(30))
         .await
         .map_err(e)?;
     ensure!(r.status == Status::Lapsed, "renew of a lapsed lease: {r:?}");
-    let (e2, _) = acquired(&c, "job-42", "worker-b2", S(30)).await?;
+    let (e2, _) = ctx.acquired(&c, "job-42", "worker-b2", S(30)).await?;
     ensure!(e2 > e1, "takeover epoch {e2} is not greater than {e1}");
-    let r = client::renew(&c, "job-42", "worker-a1", e1, S(30))
+    let r = ctx
+        .calls
+        .renew(&c, "job-42", "worker-a1", e1, S(30))
         .await
         .map_err(e)?;
     ensure!(
         r.status == Status::NotOwner,
         "old holder's renew after takeover: {r:?}"
     );
-    let l = client::release(&c, "job-42", "worker-a1", e1)
+    let l = ctx
+        .calls
+        .release(&c, "job-42", "worker-a1", e1)
         .await
         .map_err(e)?;
     ensure!(
@@ -540,12 +652,14 @@ async fn lapsed_lease_is_taken_over_at_once_with_a_greater_epoch(ctx: &Ctx<'_>) 
     );
     // The same owner re-acquiring its own lapsed lease also gets a new epoch.
     client::expire(&c, "job-42").await.map_err(e)?;
-    let (e3, _) = acquired(&c, "job-42", "worker-b2", S(30)).await?;
+    let (e3, _) = ctx.acquired(&c, "job-42", "worker-b2", S(30)).await?;
     ensure!(
         e3 > e2,
         "re-acquire of an own lapsed lease kept epoch {e3} (was {e2})"
     );
-    let r = client::renew(&c, "job-42", "worker-b2", e2, S(30))
+    let r = ctx
+        .calls
+        .renew(&c, "job-42", "worker-b2", e2, S(30))
         .await
         .map_err(e)?;
     ensure!(
@@ -557,16 +671,17 @@ async fn lapsed_lease_is_taken_over_at_once_with_a_greater_epoch(ctx: &Ctx<'_>) 
 
 async fn blocking_acquire_is_woken_by_release(ctx: &Ctx<'_>) -> CheckResult {
     let (db, c) = ctx.db().await?;
-    let (e1, _) = acquired(&c, "k", "a", S(60)).await?;
+    let (e1, _) = ctx.acquired(&c, "k", "a", S(60)).await?;
     let waiter = ctx.connect(&db).await?;
+    let calls = ctx.calls.clone();
     let task = tokio::spawn(async move {
         let start = Instant::now();
-        let r = client::acquire(&waiter, "k", "b", S(60), S(10)).await;
+        let r = calls.acquire(&waiter, "k", "b", S(60), S(10)).await;
         (r, start.elapsed())
     });
     tokio::time::sleep(MS(300)).await;
     let released_at = Instant::now();
-    let st = client::release(&c, "k", "a", e1).await.map_err(e)?;
+    let st = ctx.calls.release(&c, "k", "a", e1).await.map_err(e)?;
     ensure!(st == Status::Ok, "release: {st:?}");
     let (r, waited) = task.await.map_err(|e| e.to_string())?;
     let woke_after = released_at.elapsed();
@@ -589,8 +704,10 @@ async fn blocking_acquire_is_woken_by_release(ctx: &Ctx<'_>) -> CheckResult {
 
 async fn blocking_acquire_takes_over_at_expiry(ctx: &Ctx<'_>) -> CheckResult {
     let (_, c) = ctx.db().await?;
-    let (e1, exp) = acquired(&c, "k", "a", MS(500)).await?;
-    let got = client::acquire(&c, "k", "b", S(60), S(5))
+    let (e1, exp) = ctx.acquired(&c, "k", "a", MS(500)).await?;
+    let got = ctx
+        .calls
+        .acquire(&c, "k", "b", S(60), S(5))
         .await
         .map_err(e)?;
     let now = client::server_now(&c).await.map_err(e)?;
@@ -617,9 +734,9 @@ async fn blocking_acquire_takes_over_at_expiry(ctx: &Ctx<'_>) -> CheckResult {
 
 async fn wait_exhaustion_is_57014_and_distinct_from_a_cancel(ctx: &Ctx<'_>) -> CheckResult {
     let (_, c) = ctx.db().await?;
-    let (e1, _) = acquired(&c, "k", "a", S(60)).await?;
+    let (e1, _) = ctx.acquired(&c, "k", "a", S(60)).await?;
     let start = Instant::now();
-    let r = client::acquire(&c, "k", "b", S(60), MS(300)).await;
+    let r = ctx.calls.acquire(&c, "k", "b", S(60), MS(300)).await;
     let waited = start.elapsed();
     match r {
         Err(LeaseError::WaitExhausted { .. }) => {}
@@ -636,7 +753,7 @@ async fn wait_exhaustion_is_57014_and_distinct_from_a_cancel(ctx: &Ctx<'_>) -> C
     c.batch_execute("SET statement_timeout = '200ms'")
         .await
         .map_err(pg)?;
-    let r = client::acquire(&c, "k", "b", S(60), S(10)).await;
+    let r = ctx.calls.acquire(&c, "k", "b", S(60), S(10)).await;
     c.batch_execute("RESET statement_timeout")
         .await
         .map_err(pg)?;
@@ -653,7 +770,12 @@ async fn wait_exhaustion_is_57014_and_distinct_from_a_cancel(ctx: &Ctx<'_>) -> C
         r.as_ref().err().and_then(|e| e.code()) == Some("57014"),
         "cancel code"
     );
-    let row = client::inspect(&c, "k").await.map_err(e)?.ok_or("no row")?;
+    let row = ctx
+        .calls
+        .inspect(&c, "k")
+        .await
+        .map_err(e)?
+        .ok_or("no row")?;
     ensure!(
         row.held && row.owner.as_deref() == Some("a") && row.epoch == e1,
         "a failed wait changed the lease: {row:?}"
@@ -665,7 +787,7 @@ async fn invalid_input_is_22023_naming_every_violation_and_changes_nothing(
     ctx: &Ctx<'_>,
 ) -> CheckResult {
     let (_, c) = ctx.db().await?;
-    acquired(&c, "k", "a", S(60)).await?;
+    ctx.acquired(&c, "k", "a", S(60)).await?;
     // Incompressible, so that without pg_lease's own limit it would reach the
     // btree's row-size limit (54000) instead of being rejected as 22023.
     let long = incompressible(3000);
@@ -738,13 +860,18 @@ async fn invalid_input_is_22023_naming_every_violation_and_changes_nothing(
             other => return Err(format!("{shown}: {other:?}, expected 22023")),
         }
     }
-    let row = client::inspect(&c, "k").await.map_err(e)?.ok_or("no row")?;
+    let row = ctx
+        .calls
+        .inspect(&c, "k")
+        .await
+        .map_err(e)?
+        .ok_or("no row")?;
     ensure!(
         row.held && row.owner.as_deref() == Some("a") && row.epoch == 1,
         "state changed: {row:?}"
     );
     ensure!(
-        client::inspect(&c, "k2").await.map_err(e)?.is_none(),
+        ctx.calls.inspect(&c, "k2").await.map_err(e)?.is_none(),
         "an invalid acquire created k2"
     );
     let n: i64 = c
@@ -774,31 +901,40 @@ async fn aborted_transactions_change_nothing(ctx: &Ctx<'_>) -> CheckResult {
     let (_, mut c) = ctx.db().await?;
     // A rolled-back acquire leaves a never-leased key never-leased.
     let tx = c.transaction().await.map_err(pg)?;
-    let (ep, _) = acquired(&tx, "k", "a", S(60)).await?;
+    let (ep, _) = ctx.acquired(&tx, "k", "a", S(60)).await?;
     ensure!(ep == 1, "epoch {ep}");
     tx.rollback().await.map_err(pg)?;
-    let row = client::inspect(&c, "k").await.map_err(e)?;
+    let row = ctx.calls.inspect(&c, "k").await.map_err(e)?;
     ensure!(row.is_none(), "rolled-back acquire left {row:?}");
     // Rolled-back renew and release leave the lease as it was.
-    let (ep, exp) = acquired(&c, "k", "a", S(60)).await?;
+    let (ep, exp) = ctx.acquired(&c, "k", "a", S(60)).await?;
     let tx = c.transaction().await.map_err(pg)?;
-    let r = client::renew(&tx, "k", "a", ep, S(600)).await.map_err(e)?;
+    let r = ctx
+        .calls
+        .renew(&tx, "k", "a", ep, S(600))
+        .await
+        .map_err(e)?;
     ensure!(r.status == Status::Ok, "renew in tx: {r:?}");
-    let l = client::release(&tx, "k", "a", ep).await.map_err(e)?;
+    let l = ctx.calls.release(&tx, "k", "a", ep).await.map_err(e)?;
     ensure!(l == Status::Ok, "release in tx: {l:?}");
     tx.rollback().await.map_err(pg)?;
-    let row = client::inspect(&c, "k").await.map_err(e)?.ok_or("no row")?;
+    let row = ctx
+        .calls
+        .inspect(&c, "k")
+        .await
+        .map_err(e)?
+        .ok_or("no row")?;
     ensure!(
         row.held && row.epoch == ep && row.expires_at == Some(exp),
         "rolled-back renew/release changed the lease: {row:?}"
     );
     // A transaction aborted by an error after a grant rolls the grant back too.
     let tx = c.transaction().await.map_err(pg)?;
-    acquired(&tx, "k3", "a", S(60)).await?;
+    ctx.acquired(&tx, "k3", "a", S(60)).await?;
     let failed = tx.batch_execute("SELECT 1/0").await;
     ensure!(failed.is_err(), "division by zero succeeded");
     drop(tx);
-    let row = client::inspect(&c, "k3").await.map_err(e)?;
+    let row = ctx.calls.inspect(&c, "k3").await.map_err(e)?;
     ensure!(
         row.is_none(),
         "an aborted transaction kept its grant: {row:?}"
@@ -808,16 +944,19 @@ async fn aborted_transactions_change_nothing(ctx: &Ctx<'_>) -> CheckResult {
 
 async fn distinct_keys_never_interact(ctx: &Ctx<'_>) -> CheckResult {
     let (_, c) = ctx.db().await?;
-    let (e42, _) = acquired(&c, "job-42", "worker-a1", S(30)).await?;
-    let (e43, _) = acquired(&c, "job-43", "worker-a1", S(30)).await?;
+    let (e42, _) = ctx.acquired(&c, "job-42", "worker-a1", S(30)).await?;
+    let (e43, _) = ctx.acquired(&c, "job-43", "worker-a1", S(30)).await?;
     ensure!(e43 == 1, "job-43 got epoch {e43}: keys share a counter");
-    let (e44, _) = acquired(&c, "job-44", "worker-b2", S(30)).await?;
+    let (e44, _) = ctx.acquired(&c, "job-44", "worker-b2", S(30)).await?;
     ensure!(e44 == 1, "job-44 got epoch {e44}");
-    client::release(&c, "job-42", "worker-a1", e42)
+    ctx.calls
+        .release(&c, "job-42", "worker-a1", e42)
         .await
         .map_err(e)?;
     client::expire(&c, "job-44").await.map_err(e)?;
-    let row = client::inspect(&c, "job-43")
+    let row = ctx
+        .calls
+        .inspect(&c, "job-43")
         .await
         .map_err(e)?
         .ok_or("no row")?;
@@ -839,16 +978,19 @@ async fn exactly_one_of_concurrent_acquirers_wins(ctx: &Ctx<'_>) -> CheckResult 
         let key = format!("race-{round}");
         if round % 2 == 1 {
             // Odd rounds race for a lapsed lease instead of a never-leased key.
-            acquired(&c, &key, "previous", S(60)).await?;
+            ctx.acquired(&c, &key, "previous", S(60)).await?;
             client::expire(&c, &key).await.map_err(e)?;
         }
         let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(contenders));
         let mut tasks = Vec::new();
         for (i, cl) in clients.iter().enumerate() {
             let (cl, barrier, key) = (cl.clone(), barrier.clone(), key.clone());
+            let calls = ctx.calls.clone();
             tasks.push(tokio::spawn(async move {
                 barrier.wait().await;
-                client::acquire(&*cl, &key, &format!("w{i}"), S(60), Duration::ZERO).await
+                calls
+                    .acquire(&*cl, &key, &format!("w{i}"), S(60), Duration::ZERO)
+                    .await
             }));
         }
         let mut winners = Vec::new();
@@ -862,7 +1004,9 @@ async fn exactly_one_of_concurrent_acquirers_wins(ctx: &Ctx<'_>) -> CheckResult 
             winners.len() == 1,
             "round {round}: winners {winners:?}, expected exactly one"
         );
-        let row = client::inspect(&c, &key)
+        let row = ctx
+            .calls
+            .inspect(&c, &key)
             .await
             .map_err(e)?
             .ok_or("no row")?;
@@ -877,19 +1021,24 @@ async fn exactly_one_of_concurrent_acquirers_wins(ctx: &Ctx<'_>) -> CheckResult 
 
 async fn blocking_waiters_never_stall_the_holders_renew(ctx: &Ctx<'_>) -> CheckResult {
     let (db, c) = ctx.db().await?;
-    let (ep, _) = acquired(&c, "k", "holder", S(60)).await?;
+    let (ep, _) = ctx.acquired(&c, "k", "holder", S(60)).await?;
     let mut waiters = Vec::new();
     for i in 0..3 {
         let w = ctx.connect(&db).await?;
+        let calls = ctx.calls.clone();
         waiters.push(tokio::spawn(async move {
-            client::acquire(&w, "k", &format!("waiter{i}"), S(60), S(2)).await
+            calls
+                .acquire(&w, "k", &format!("waiter{i}"), S(60), S(2))
+                .await
         }));
     }
     tokio::time::sleep(MS(100)).await;
     let mut slowest = Duration::ZERO;
     for _ in 0..10 {
         let start = Instant::now();
-        let r = client::renew(&c, "k", "holder", ep, S(60))
+        let r = ctx
+            .calls
+            .renew(&c, "k", "holder", ep, S(60))
             .await
             .map_err(e)?;
         slowest = slowest.max(start.elapsed());
@@ -919,23 +1068,25 @@ async fn a_waiter_that_lost_a_race_never_stalls_the_holders_renew(ctx: &Ctx<'_>)
     // lock; s2 commits, so s3's re-check fails. s2's renew must not wait for
     // s3: the failed attempt may not keep its row lock while s3 sleeps.
     let (db, c1) = ctx.db().await?;
-    acquired(&c1, "k", "s1", MS(1)).await?;
+    ctx.acquired(&c1, "k", "s1", MS(1)).await?;
     tokio::time::sleep(MS(10)).await;
     let mut c2 = ctx.connect(&db).await?;
     let c3 = ctx.connect(&db).await?;
     let pid3: i32 = c3
-        .query_one("SELECT pg_backend_pid()", &[])
+        .query_one("SELECT pg_catalog.pg_backend_pid()", &[])
         .await
         .map_err(pg)?
         .get(0);
     let tx = c2.transaction().await.map_err(pg)?;
-    let (ep, _) = acquired(&tx, "k", "s2", S(60)).await?;
-    let waiter = tokio::spawn(async move { client::acquire(&c3, "k", "s3", S(60), S(3)).await });
+    let (ep, _) = ctx.acquired(&tx, "k", "s2", S(60)).await?;
+    let calls = ctx.calls.clone();
+    let waiter = tokio::spawn(async move { calls.acquire(&c3, "k", "s3", S(60), S(3)).await });
     let deadline = Instant::now() + S(5);
     loop {
         let row = c1
             .query_one(
-                "SELECT coalesce(wait_event_type, '') = 'Lock' FROM pg_stat_activity WHERE pid = $1",
+                "SELECT coalesce(wait_event_type, '') OPERATOR(pg_catalog.=) 'Lock' \
+                 FROM pg_catalog.pg_stat_activity WHERE pid = $1",
                 &[&pid3],
             )
             .await
@@ -952,7 +1103,11 @@ async fn a_waiter_that_lost_a_race_never_stalls_the_holders_renew(ctx: &Ctx<'_>)
     tx.commit().await.map_err(pg)?;
     tokio::time::sleep(MS(300)).await;
     let start = Instant::now();
-    let r = client::renew(&c2, "k", "s2", ep, S(60)).await.map_err(e)?;
+    let r = ctx
+        .calls
+        .renew(&c2, "k", "s2", ep, S(60))
+        .await
+        .map_err(e)?;
     let took = start.elapsed();
     ensure!(r.status == Status::Ok, "the new holder's renew: {r:?}");
     ensure!(
@@ -967,33 +1122,40 @@ async fn a_waiter_that_lost_a_race_never_stalls_the_holders_renew(ctx: &Ctx<'_>)
     }
 }
 
+/// A cluster of the check's own from the same install (the extension under test is
+/// already installed there).
+fn own_cluster(ctx: &Ctx<'_>) -> Result<Cluster, Failure> {
+    let options = ClusterOptions {
+        extensions: Vec::new(),
+        ..ClusterOptions::default()
+    };
+    Cluster::start_with(ctx.install, options).map_err(|e| e.to_string())
+}
+
 async fn committed_state_survives_restart_and_crash(ctx: &Ctx<'_>) -> CheckResult {
-    let mut cluster = Cluster::start(ctx.install).map_err(|e| e.to_string())?;
-    let db = cluster
-        .fresh_database_with("durable", ctx.extension)
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut c = cluster.connect(&db).await.map_err(|e| e.to_string())?;
-    let (held_epoch, held_exp) = acquired(&c, "held", "a", S(3600)).await?;
-    let (ep, _) = acquired(&c, "freed", "a", S(3600)).await?;
-    client::release(&c, "freed", "a", ep).await.map_err(e)?;
+    let mut cluster = own_cluster(ctx)?;
+    let db = ctx.fresh_database_on(&cluster, "durable").await?;
+    let mut c = ctx.connect_on(&cluster, &db).await?;
+    let (held_epoch, held_exp) = ctx.acquired(&c, "held", "a", S(3600)).await?;
+    let (ep, _) = ctx.acquired(&c, "freed", "a", S(3600)).await?;
+    ctx.calls.release(&c, "freed", "a", ep).await.map_err(e)?;
     // An open, uncommitted grant at crash time must vanish.
     let tx = c.transaction().await.map_err(pg)?;
-    acquired(&tx, "uncommitted", "a", S(3600)).await?;
+    ctx.acquired(&tx, "uncommitted", "a", S(3600)).await?;
     std::mem::forget(tx);
     let expect = |c: Client, when: &'static str| async move {
-        let held = client::inspect(&c, "held").await.map_err(e)?;
+        let held = ctx.calls.inspect(&c, "held").await.map_err(e)?;
         ensure!(
             held.as_ref()
                 .is_some_and(|r| r.held && r.epoch == held_epoch && r.expires_at == Some(held_exp)),
             "after {when}: held is {held:?}"
         );
-        let freed = client::inspect(&c, "freed").await.map_err(e)?;
+        let freed = ctx.calls.inspect(&c, "freed").await.map_err(e)?;
         ensure!(
             freed.as_ref().is_some_and(|r| !r.held && r.epoch == ep + 1),
             "after {when}: freed is {freed:?}"
         );
-        let unc = client::inspect(&c, "uncommitted").await.map_err(e)?;
+        let unc = ctx.calls.inspect(&c, "uncommitted").await.map_err(e)?;
         ensure!(
             unc.is_none(),
             "after {when}: an uncommitted grant survived: {unc:?}"
@@ -1002,23 +1164,15 @@ async fn committed_state_survives_restart_and_crash(ctx: &Ctx<'_>) -> CheckResul
     };
     cluster.crash().map_err(|e| e.to_string())?;
     cluster.resume().map_err(|e| e.to_string())?;
-    expect(
-        cluster.connect(&db).await.map_err(|e| e.to_string())?,
-        "crash",
-    )
-    .await?;
+    expect(ctx.connect_on(&cluster, &db).await?, "crash").await?;
     cluster.restart().map_err(|e| e.to_string())?;
-    expect(
-        cluster.connect(&db).await.map_err(|e| e.to_string())?,
-        "restart",
-    )
-    .await?;
+    expect(ctx.connect_on(&cluster, &db).await?, "restart").await?;
     cluster.stop_immediate().map_err(|e| e.to_string())?;
     cluster.resume().map_err(|e| e.to_string())?;
-    let c = cluster.connect(&db).await.map_err(|e| e.to_string())?;
+    let c = ctx.connect_on(&cluster, &db).await?;
     expect(c, "immediate shutdown").await?;
-    let c = cluster.connect(&db).await.map_err(|e| e.to_string())?;
-    let (next, _) = acquired(&c, "freed", "b", S(60)).await?;
+    let c = ctx.connect_on(&cluster, &db).await?;
+    let (next, _) = ctx.acquired(&c, "freed", "b", S(60)).await?;
     ensure!(
         next == ep + 2,
         "grant after recovery has epoch {next}, expected {}",
@@ -1028,31 +1182,33 @@ async fn committed_state_survives_restart_and_crash(ctx: &Ctx<'_>) -> CheckResul
 }
 
 async fn downtime_never_extends_ownership(ctx: &Ctx<'_>) -> CheckResult {
-    let mut cluster = Cluster::start(ctx.install).map_err(|e| e.to_string())?;
-    let db = cluster
-        .fresh_database_with("downtime", ctx.extension)
-        .await
-        .map_err(|e| e.to_string())?;
-    let c = cluster.connect(&db).await.map_err(|e| e.to_string())?;
-    let (ep, exp) = acquired(&c, "k", "a", MS(800)).await?;
+    let mut cluster = own_cluster(ctx)?;
+    let db = ctx.fresh_database_on(&cluster, "downtime").await?;
+    let c = ctx.connect_on(&cluster, &db).await?;
+    let (ep, exp) = ctx.acquired(&c, "k", "a", MS(800)).await?;
     drop(c);
     cluster.stop_fast().map_err(|e| e.to_string())?;
     tokio::time::sleep(MS(1200)).await;
     cluster.resume().map_err(|e| e.to_string())?;
-    let c = cluster.connect(&db).await.map_err(|e| e.to_string())?;
+    let c = ctx.connect_on(&cluster, &db).await?;
     let now = client::server_now(&c).await.map_err(e)?;
     ensure!(
         now > exp,
         "the server clock {now} has not passed the expiry {exp}"
     );
-    let row = client::inspect(&c, "k").await.map_err(e)?.ok_or("no row")?;
+    let row = ctx
+        .calls
+        .inspect(&c, "k")
+        .await
+        .map_err(e)?
+        .ok_or("no row")?;
     ensure!(
         !row.held,
         "a lease that expired during downtime is still held: {row:?}"
     );
-    let r = client::renew(&c, "k", "a", ep, S(60)).await.map_err(e)?;
+    let r = ctx.calls.renew(&c, "k", "a", ep, S(60)).await.map_err(e)?;
     ensure!(r.status == Status::Lapsed, "renew after downtime: {r:?}");
-    let (next, _) = acquired(&c, "k", "b", S(60)).await?;
+    let (next, _) = ctx.acquired(&c, "k", "b", S(60)).await?;
     ensure!(next == ep + 1, "takeover after downtime: epoch {next}");
     Ok(())
 }
@@ -1091,8 +1247,9 @@ async fn functions_are_security_definer_volatile_with_pinned_search_path(
 }
 
 async fn table_is_private_and_functions_are_public(ctx: &Ctx<'_>) -> CheckResult {
-    let (_, c) = ctx.db().await?;
-    let role = format!("conformance_user_{}", std::process::id());
+    let (db, c) = ctx.db().await?;
+    // Roles are cluster-wide: one per database keeps concurrent runs apart.
+    let role = format!("{db}_user");
     c.batch_execute(&format!(
         "DROP ROLE IF EXISTS {role}; CREATE ROLE {role}; SET ROLE {role}"
     ))
@@ -1100,8 +1257,8 @@ async fn table_is_private_and_functions_are_public(ctx: &Ctx<'_>) -> CheckResult
     .map_err(pg)?;
     let direct = c.query("SELECT * FROM lease.leases", &[]).await;
     let write = c.execute("DELETE FROM lease.leases", &[]).await;
-    let via_api = acquired(&c, "k", "a", S(60)).await;
-    let inspect = client::inspect(&c, "k").await;
+    let via_api = ctx.acquired(&c, "k", "a", S(60)).await;
+    let inspect = ctx.calls.inspect(&c, "k").await;
     c.batch_execute(&format!(
         "RESET ROLE; DROP OWNED BY {role}; DROP ROLE {role}"
     ))
@@ -1128,13 +1285,18 @@ async fn table_is_private_and_functions_are_public(ctx: &Ctx<'_>) -> CheckResult
 }
 
 async fn trusted_install_by_a_non_superuser_and_drop_destroys_state(ctx: &Ctx<'_>) -> CheckResult {
-    let db = format!("{}_plain", ctx.check.chars().take(30).collect::<String>());
-    ctx.cluster
-        .create_database(&db)
+    let db = ctx
+        .cluster
+        .fresh_empty_database(&format!(
+            "{}_plain",
+            ctx.check.chars().take(30).collect::<String>()
+        ))
         .await
         .map_err(|e| e.to_string())?;
+    ctx.setup_on(ctx.cluster, &db).await?;
     let c = ctx.connect(&db).await?;
-    let role = format!("installer_{}", std::process::id());
+    // Roles are cluster-wide: one per database keeps concurrent runs apart.
+    let role = format!("{db}_installer");
     c.batch_execute(&format!(
         "DROP ROLE IF EXISTS {role}; CREATE ROLE {role}; GRANT CREATE ON DATABASE {db} TO {role}; SET ROLE {role}"
     ))
@@ -1143,8 +1305,8 @@ async fn trusted_install_by_a_non_superuser_and_drop_destroys_state(ctx: &Ctx<'_
     let create = format!("CREATE EXTENSION {}", crate::pg::quote_ident(ctx.extension));
     let drop = format!("DROP EXTENSION {}", crate::pg::quote_ident(ctx.extension));
     c.batch_execute(&create).await.map_err(pg)?;
-    let (ep, _) = acquired(&c, "k", "a", S(60)).await?;
-    client::release(&c, "k", "a", ep).await.map_err(e)?;
+    let (ep, _) = ctx.acquired(&c, "k", "a", S(60)).await?;
+    ctx.calls.release(&c, "k", "a", ep).await.map_err(e)?;
     let owner_write = c.execute("UPDATE lease.leases SET epoch = 1", &[]).await;
     ensure!(
         owner_write.is_err(),
@@ -1161,7 +1323,7 @@ async fn trusted_install_by_a_non_superuser_and_drop_destroys_state(ctx: &Ctx<'_
         .get(0);
     ensure!(!schema, "DROP EXTENSION left schema lease");
     c.batch_execute(&create).await.map_err(pg)?;
-    let row = client::inspect(&c, "k").await.map_err(e)?;
+    let row = ctx.calls.inspect(&c, "k").await.map_err(e)?;
     ensure!(
         row.is_none(),
         "after re-install the key still has state: {row:?}"

@@ -247,6 +247,21 @@ impl ExtensionFiles {
     }
 }
 
+/// The `extversion` of extension `name` in the database `client` is connected to (none
+/// when it is not created there).
+pub async fn installed_version(
+    client: &tokio_postgres::Client,
+    name: &str,
+) -> Result<Option<String>, tokio_postgres::Error> {
+    let row = client
+        .query_opt(
+            "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = $1::text::name",
+            &[&name],
+        )
+        .await?;
+    row.map(|r| r.try_get(0)).transpose()
+}
+
 fn write_if_changed(dir: &Path, name: &str, content: &str) -> Result<()> {
     let path = dir.join(name);
     if fs::read_to_string(&path)

@@ -3,7 +3,8 @@
 //! typed lease client with error classification ([`client`]) by the one
 //! error-fate table, read from driver errors by [`fate`]; the history
 //! [`recorder`], [`workload`]s and [`campaign`]s judged by the model's checker,
-//! and the HTML [`timeline`] of a history.
+//! [`stepped`] plans run one step at a time as isolationtester does, and the HTML
+//! [`timeline`] of a history.
 
 pub mod campaign;
 pub mod client;
@@ -12,8 +13,11 @@ pub mod extension;
 pub mod fate;
 pub mod fenced;
 pub mod installcheck;
+pub mod matrix;
 pub mod pg;
 pub mod recorder;
 pub mod security;
+pub mod session;
+pub mod stepped;
 pub mod timeline;
 pub mod workload;

@@ -23,6 +23,9 @@
 //!   rolled back, is recorded `rollback`), and new connections wait until the restart has
 //!   ended. So the only calls a restart leaves unknown are those in flight when it began,
 //!   which the checker knows cannot take effect after it.
+//! - Session settings ([`RecorderOptions::session`]): every connection starts with them,
+//!   and keys and owners reach the calls through their collation when they name one
+//!   (on the argument or from a source column), in the same single SELECT.
 //!
 //! Records stream to a JSON Lines file through [`model::history::jsonl::Writer`] on a thread of their own
 //! (file writes never block the async workers), which also keeps the in-memory [`History`].
@@ -33,6 +36,7 @@ mod store;
 pub use store::RecordError;
 
 use crate::fate;
+use crate::session::{Collated, SessionSettings};
 use model::fate::{BugCause, Condition, Fate};
 use model::{
     History, Isolation, Nanos, NemesisEffect, NemesisRecord, Op, OpId, OpRecord, OpResult,
@@ -88,6 +92,10 @@ pub struct RecorderOptions {
     /// that make the server unreachable for a while (a pause, a blackhole) set it above
     /// the longest such fault.
     pub connect_patience: Duration,
+    /// Every session (and the fresh connection that resolves a lost COMMIT) starts with
+    /// these settings, and passes keys and owners through their collation if they name
+    /// one. Their `setup` is not run here: the database must already have it.
+    pub session: SessionSettings,
 }
 
 impl Default for RecorderOptions {
@@ -97,6 +105,7 @@ impl Default for RecorderOptions {
             history_file: None,
             meta: BTreeMap::new(),
             connect_patience: Duration::ZERO,
+            session: SessionSettings::none(),
         }
     }
 }
@@ -109,7 +118,9 @@ pub const RETRY_INTERVAL: Duration = Duration::from_millis(50);
 /// [`Recorder::finish`] ends the history.
 pub struct Recorder {
     clock: Instant,
+    /// The connection config with the session settings applied.
     config: tokio_postgres::Config,
+    collation: Option<Collated>,
     call_timeout: Duration,
     next_process: AtomicU32,
     next_op: AtomicU64,
@@ -143,8 +154,8 @@ impl NemesisStarted {
 }
 
 impl Recorder {
-    /// A recorder whose sessions connect with `config`. Writes the header line when
-    /// `options.history_file` is set.
+    /// A recorder whose sessions connect with `config` under `options.session`. Writes the
+    /// header line when `options.history_file` is set.
     pub fn new(
         config: tokio_postgres::Config,
         options: RecorderOptions,
@@ -152,7 +163,8 @@ impl Recorder {
         let store = store::Store::open(options.history_file, options.meta)?;
         Ok(Recorder {
             clock: Instant::now(),
-            config,
+            config: options.session.apply(&config),
+            collation: options.session.collation,
             call_timeout: options.call_timeout,
             next_process: AtomicU32::new(1),
             next_op: AtomicU64::new(1),
@@ -331,15 +343,18 @@ impl Recorder {
             source: Some(e),
         };
         let client = self.open().await.map_err(connect_error)?;
-        let prepared = tokio::time::timeout(self.call_timeout, sql::Statements::prepare(&client))
-            .await
-            .map_err(|_| RecorderError::Connect {
-                detail: format!(
-                    "preparing the calls took longer than {:?}",
-                    self.call_timeout
-                ),
-                source: None,
-            })?;
+        let prepared = tokio::time::timeout(
+            self.call_timeout,
+            sql::Statements::prepare(&client, self.collation.as_ref()),
+        )
+        .await
+        .map_err(|_| RecorderError::Connect {
+            detail: format!(
+                "preparing the calls took longer than {:?}",
+                self.call_timeout
+            ),
+            source: None,
+        })?;
         let (statements, backend_pid) = prepared.map_err(|e| match fate::fate(&e) {
             Fate::HarnessBug(cause) => harness_bug("preparing the calls", cause, &e),
             _ => connect_error(e),

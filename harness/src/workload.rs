@@ -53,6 +53,39 @@ pub fn owner_name(slot: u32) -> String {
 /// An owner no process acts as.
 pub const STRANGER: &str = "nobody-owns-this";
 
+/// The names a workload's keys and owners are made of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Names {
+    /// [`key_pool`] and [`owner_name`]: valid and awkward (quotes, backslashes, the longest
+    /// key, non-ASCII).
+    #[default]
+    Awkward,
+    /// Case twins ([`twin_key_pool`], [`twin_owner_name`]): pairs of keys and pairs of
+    /// owners that differ only in letter case, so that a comparison under a
+    /// case-insensitive collation confuses them (byte-wise they are distinct).
+    CaseTwins,
+}
+
+/// The keys of [`Names::CaseTwins`], in order: each even entry's twin follows it.
+pub fn twin_key_pool() -> Vec<String> {
+    [
+        "lease-a", "LEASE-A", "Job-b", "job-B", "kEy-c", "KeY-C", "x-d", "X-D",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// The owner of process slot `slot` under [`Names::CaseTwins`]: slots `2i` and `2i + 1`
+/// are twins.
+pub fn twin_owner_name(slot: u32) -> String {
+    if slot % 2 == 0 {
+        format!("worker-{}", slot / 2)
+    } else {
+        format!("WORKER-{}", slot / 2)
+    }
+}
+
 /// What is wrong with a workload.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum WorkloadError {
@@ -127,6 +160,8 @@ pub struct Workload {
     pub isolations: Vec<Isolation>,
     /// Percent of calls with an invalid argument.
     pub invalid_percent: u32,
+    /// What keys and owners are called.
+    pub names: Names,
 }
 
 impl Default for Workload {
@@ -173,6 +208,7 @@ impl Default for Workload {
             rollback_percent: 30,
             isolations: vec![Isolation::ReadCommitted],
             invalid_percent: 3,
+            names: Names::Awkward,
         }
     }
 }
@@ -238,9 +274,20 @@ impl Workload {
 
     /// The keys in use.
     pub fn key_names(&self) -> Vec<String> {
-        let mut pool = key_pool();
+        let mut pool = match self.names {
+            Names::Awkward => key_pool(),
+            Names::CaseTwins => twin_key_pool(),
+        };
         pool.truncate(self.keys as usize);
         pool
+    }
+
+    /// The owner process slot `slot` acts as.
+    pub fn owner(&self, slot: u32) -> String {
+        match self.names {
+            Names::Awkward => owner_name(slot),
+            Names::CaseTwins => twin_owner_name(slot),
+        }
     }
 
     /// The workload as JSON, for a history's header and a verdict file.
@@ -269,6 +316,10 @@ impl Workload {
             "rollback_percent": self.rollback_percent,
             "isolations": self.isolations.iter().map(|i| i.sql()).collect::<Vec<_>>(),
             "invalid_percent": self.invalid_percent,
+            "names": match self.names {
+                Names::Awkward => "awkward",
+                Names::CaseTwins => "case-twins",
+            },
         })
     }
 }
@@ -473,8 +524,8 @@ impl OpChoice {
             .cloned()
             .unwrap_or_else(|| "k".to_string());
         let owner = match self.owner {
-            OwnerChoice::Own => owner_name(slot),
-            OwnerChoice::Slot(other) => owner_name(other),
+            OwnerChoice::Own => w.owner(slot),
+            OwnerChoice::Slot(other) => w.owner(other),
             OwnerChoice::Stranger => STRANGER.to_string(),
         };
         let epoch = memory.epoch_for(&key, self.epoch);
@@ -862,6 +913,29 @@ mod tests {
         // Negative control: one byte more is invalid.
         let long: Op<String, String> = Op::inspect("K".repeat(MAX_NAME_BYTES + 1));
         assert!(!long.violations().is_empty());
+    }
+
+    #[test]
+    fn case_twins_differ_only_in_case_and_are_valid() {
+        let pool = twin_key_pool();
+        assert_eq!(pool.len(), *KEYS.end() as usize);
+        for pair in pool.chunks(2) {
+            assert_ne!(pair[0], pair[1]);
+            assert_eq!(pair[0].to_lowercase(), pair[1].to_lowercase());
+        }
+        let w = Workload {
+            names: Names::CaseTwins,
+            ..Workload::default()
+        };
+        assert_eq!(w.validate(), Ok(()));
+        assert_eq!(w.key_names(), ["lease-a", "LEASE-A"]);
+        let (a, b) = (w.owner(0), w.owner(1));
+        assert!(a != b && a.to_lowercase() == b.to_lowercase(), "{a} {b}");
+        // Negative control: the default names have no case twins.
+        let d = Workload::default();
+        let owners: Vec<String> = (0..8).map(|s| d.owner(s).to_lowercase()).collect();
+        let distinct: std::collections::BTreeSet<_> = owners.iter().collect();
+        assert_eq!(distinct.len(), owners.len());
     }
 
     #[test]

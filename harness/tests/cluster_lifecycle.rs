@@ -221,3 +221,43 @@ fn sigkill_of_the_owner_is_cleaned_up_by_the_watchdog() {
         || !data.exists(),
     );
 }
+
+/// Nothing is written into the shared install: extension files go into this process's
+/// private copy (`PgInstall::ensure`), which a cluster started from it reads, together with
+/// the shared install's own files (plpgsql).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extensions_go_into_a_private_copy_of_the_install() {
+    use harness::extension::ExtensionFiles;
+    let major = harness::pg::test_majors()[0];
+    let shared = PgInstall::find(major).expect("the install");
+    let private = PgInstall::ensure(major).expect("its private copy");
+    assert_ne!(shared.extension_dir(), private.extension_dir());
+    let name = format!("pg_lease_private_probe_{}", std::process::id());
+    let files = ExtensionFiles::renamed(&name);
+    files
+        .install(&private)
+        .expect("install into the private copy");
+    let control = format!("{name}.control");
+    assert!(private.extension_dir().join(&control).exists());
+    assert!(
+        !shared.extension_dir().join(&control).exists(),
+        "the file reached the shared install"
+    );
+    let cluster = Cluster::start(&private).expect("a cluster of the private copy");
+    cluster
+        .fresh_database_with("private_probe", &name)
+        .await
+        .expect("the cluster reads the private extension directory");
+    // the shared install's own files are still reachable (plpgsql, say)
+    let db = cluster.fresh_database("private_plpgsql").await.expect("db");
+    let c = cluster.connect(&db).await.expect("connect");
+    let n: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_available_extensions WHERE name = 'plpgsql'",
+            &[],
+        )
+        .await
+        .expect("query")
+        .get(0);
+    assert_eq!(n, 1);
+}

@@ -10,9 +10,13 @@
 //!   Wing-Gong/Lowe search, linear pre-checks, three-valued verdict).
 //! - [`lease_model`]: the stateright [`LeaseModel`] (clients, keys, clock, faults, crashes,
 //!   transactions, a fenced resource) with the invariants as properties.
+//! - [`algo_model`]: the stateright [`AlgoModel`]: pg_lease's algorithm (0.1.0 or 0.2.0 step
+//!   order) as steps of concurrent sessions on a row, its lock and a clock; it refines
+//!   [`LeaseModel`] and checks inv01 and inv07 over server-time instants.
 //! - [`check`]: runs the model checker and reports ([`check::run`]).
 //! - [`mutation`]: the negative controls; [`invariant`]: the 11 invariants.
 
+pub mod algo_model;
 pub mod check;
 pub mod checker;
 pub mod fate;
@@ -24,6 +28,7 @@ pub mod mutation;
 pub mod spec;
 pub mod time;
 
+pub use algo_model::{AlgoConfig, AlgoConfigError, AlgoModel, AlgoReport, Timing, Variant};
 pub use check::{Config, ConfigError, PropertyResult, Report, RunOptions, Strategy};
 pub use checker::{Budget, CheckOptions, Verdict};
 pub use history::{

@@ -125,7 +125,11 @@ fn plan(fault: Fault, breakage: Option<Breakage>) -> Plan {
     }
 }
 
-pub(super) async fn run(fault: Fault, install: &PgInstall, breakage: Option<Breakage>) -> CheckResult {
+pub(super) async fn run(
+    fault: Fault,
+    install: &PgInstall,
+    breakage: Option<Breakage>,
+) -> CheckResult {
     let plan = plan(fault, breakage);
     let build = match breakage {
         Some(Breakage::Build(b)) => b.files(),
@@ -166,15 +170,19 @@ fn judged(fault: Fault, mixed: MixedReport, breakage: Option<Breakage>) -> Check
         )));
     };
     if let campaign::Outcome::Infrastructure(e) = &mixed.report.outcome {
-        return Err(CheckFailure::Infrastructure(crate::FaultError::Task(e.to_string())));
+        return Err(CheckFailure::Infrastructure(crate::FaultError::Task(
+            e.to_string(),
+        )));
     }
     let evidence = evidence(fault, &history, &mixed)?;
     if let Some(Breakage::Doctored(d)) = breakage {
         if !doctor(&mut history, d) {
-            return Err(CheckFailure::Infrastructure(crate::FaultError::not_injected(
-                fault.name(),
-                "the history has nothing the doctored control applies to",
-            )));
+            return Err(CheckFailure::Infrastructure(
+                crate::FaultError::not_injected(
+                    fault.name(),
+                    "the history has nothing the doctored control applies to",
+                ),
+            ));
         }
     }
     let verdict = judge(&history)?;
@@ -196,7 +204,9 @@ fn acknowledged_writes_before(history: &History, instant: u64) -> usize {
         .filter(|o| {
             matches!(
                 o.result,
-                OpResult::Ok(Outcome::Acquired { .. } | Outcome::Renewed { .. } | Outcome::Released)
+                OpResult::Ok(
+                    Outcome::Acquired { .. } | Outcome::Renewed { .. } | Outcome::Released
+                )
             )
         })
         .count()
@@ -204,9 +214,15 @@ fn acknowledged_writes_before(history: &History, instant: u64) -> usize {
 
 /// What the fault hit, from the history and the driver's tallies; an error when the
 /// situation did not arise (the check would prove nothing).
-fn evidence(fault: Fault, history: &History, mixed: &MixedReport) -> Result<Vec<String>, CheckFailure> {
+fn evidence(
+    fault: Fault,
+    history: &History,
+    mixed: &MixedReport,
+) -> Result<Vec<String>, CheckFailure> {
     let missing = |why: String| {
-        Err(CheckFailure::Infrastructure(crate::FaultError::not_injected(fault.name(), why)))
+        Err(CheckFailure::Infrastructure(
+            crate::FaultError::not_injected(fault.name(), why),
+        ))
     };
     let unknown = history.ops.iter().filter(|o| o.result.is_unknown()).count();
     let mut lines = vec![format!(
@@ -214,7 +230,12 @@ fn evidence(fault: Fault, history: &History, mixed: &MixedReport) -> Result<Vec<
         history.ops.len(),
         unknown,
         history.txns.len(),
-        history.ops.iter().map(|o| o.process).collect::<std::collections::BTreeSet<_>>().len()
+        history
+            .ops
+            .iter()
+            .map(|o| o.process)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
     )];
     for (f, t) in &mixed.tallies {
         lines.push(format!("{f}: {} injected, {} missed", t.injected, t.missed));
@@ -252,10 +273,17 @@ fn evidence(fault: Fault, history: &History, mixed: &MixedReport) -> Result<Vec<
             if timed_out == 0 {
                 return missing("no call timed out in the blackhole".into());
             }
-            lines.push(format!("{timed_out} calls timed out in the blackhole (unknown)"));
+            lines.push(format!(
+                "{timed_out} calls timed out in the blackhole (unknown)"
+            ));
         }
         Fault::CutClose | Fault::CutReset => {
-            let processes = history.ops.iter().map(|o| o.process).collect::<std::collections::BTreeSet<_>>().len();
+            let processes = history
+                .ops
+                .iter()
+                .map(|o| o.process)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len();
             if processes <= 4 {
                 return missing("no session had to reconnect after the cuts".into());
             }
@@ -264,19 +292,30 @@ fn evidence(fault: Fault, history: &History, mixed: &MixedReport) -> Result<Vec<
             let spanning = history
                 .ops
                 .iter()
-                .filter(|o| history.nemeses.iter().any(|n| o.invoke < n.start && o.complete > n.end))
+                .filter(|o| {
+                    history
+                        .nemeses
+                        .iter()
+                        .any(|n| o.invoke < n.start && o.complete > n.end)
+                })
                 .count();
             if spanning == 0 {
                 return missing("no call was in flight across a pause".into());
             }
-            lines.push(format!("{spanning} calls were in flight across a pause and answered after it"));
+            lines.push(format!(
+                "{spanning} calls were in flight across a pause and answered after it"
+            ));
         }
         _ => {
             let applied: Vec<_> = history
                 .nemeses
                 .iter()
                 .filter_map(|n| match &n.effect {
-                    NemesisEffect::Lapse { key, applied: Some(true), .. } => Some((key, n.end)),
+                    NemesisEffect::Lapse {
+                        key,
+                        applied: Some(true),
+                        ..
+                    } => Some((key, n.end)),
                     _ => None,
                 })
                 .collect();

@@ -61,7 +61,10 @@ impl fmt::Display for CheckFailure {
             CheckFailure::Unexpected(what) => write!(f, "UNEXPECTED: {what}"),
             CheckFailure::Unknown(what) => write!(f, "{what}"),
             CheckFailure::Infrastructure(e) => {
-                write!(f, "INFRASTRUCTURE FAILURE (not a finding about the target): {e}")
+                write!(
+                    f,
+                    "INFRASTRUCTURE FAILURE (not a finding about the target): {e}"
+                )
             }
         }
     }
@@ -192,10 +195,7 @@ pub fn control(fault: Fault) -> Control {
         Fault::CutClose | Fault::CutReset | Fault::CutBlackhole => {
             (B::FaultMisses, Expect::NotInjected)
         }
-        Fault::WaitWake => (
-            B::Build(BrokenBuild::SlowWake),
-            Expect::Unexpected("woke"),
-        ),
+        Fault::WaitWake => (B::Build(BrokenBuild::SlowWake), Expect::Unexpected("woke")),
     };
     Control { breakage, expects }
 }

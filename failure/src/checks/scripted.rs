@@ -41,13 +41,19 @@ fn setup(fault: Fault) -> Setup {
     }
 }
 
-pub(super) async fn run(fault: Fault, install: &PgInstall, breakage: Option<Breakage>) -> CheckResult {
+pub(super) async fn run(
+    fault: Fault,
+    install: &PgInstall,
+    breakage: Option<Breakage>,
+) -> CheckResult {
     let build = match breakage {
         Some(Breakage::Build(b)) => b.files(),
         _ => Some(builds::under_test()),
     };
     let Some(build) = build else {
-        return Err(FaultError::not_injected(fault.name(), "the broken build no longer applies").into());
+        return Err(
+            FaultError::not_injected(fault.name(), "the broken build no longer applies").into(),
+        );
     };
     let rig = Rig::start(install, &build, &setup(fault)).await?;
     let postgres = rig.postgres.clone();
@@ -66,7 +72,11 @@ pub(super) async fn run(fault: Fault, install: &PgInstall, breakage: Option<Brea
     };
     if let Some(Breakage::Doctored(d)) = breakage {
         if !doctor(&mut history, d) {
-            return Err(FaultError::not_injected(fault.name(), "nothing for the doctored control to change").into());
+            return Err(FaultError::not_injected(
+                fault.name(),
+                "nothing for the doctored control to change",
+            )
+            .into());
         }
     }
     let verdict = judge(&history)?;
@@ -185,8 +195,14 @@ const MINUTE: Interval = Interval::secs(60);
 async fn terminate(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
     let reach = rig.reach();
     let admin = reach.admin().await?;
-    let (mut t, mut a, mut b) = (rig.recorder.session(), rig.recorder.session(), rig.recorder.session());
-    t.begin(model::Isolation::ReadCommitted).await.map_err(FaultError::from)?;
+    let (mut t, mut a, mut b) = (
+        rig.recorder.session(),
+        rig.recorder.session(),
+        rig.recorder.session(),
+    );
+    t.begin(model::Isolation::ReadCommitted)
+        .await
+        .map_err(FaultError::from)?;
     let pending = call(&mut t, acquire("k1", "txn-holder", MINUTE)).await?;
     let t_pid = connected_pid(&mut t).await?;
     reach.kill_backend(true, Victim::Pid(t_pid)).await?;
@@ -194,7 +210,10 @@ async fn terminate(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
     let after = call(&mut a, acquire("k1", "next", MINUTE)).await?;
     let b_pid = connected_pid(&mut b).await?;
     let (lost, killed) = tokio::join!(
-        call(&mut b, acquire_wait("k1", "waiter", MINUTE, Interval::secs(30))),
+        call(
+            &mut b,
+            acquire_wait("k1", "waiter", MINUTE, Interval::secs(30))
+        ),
         async {
             waiting(&admin, b_pid, "PgSleep").await?;
             reach.kill_backend(true, Victim::Pid(b_pid)).await
@@ -202,12 +221,21 @@ async fn terminate(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
     );
     let (lost, _) = (lost?, killed?);
     let seen = call(&mut a, inspect("k1")).await?;
-    expect(end == TxnEnd::Rollback, || format!("the terminated transaction ended {end:?}"))?;
-    expect(granted(&after) == granted(&pending), || {
-        format!("after the rollback the next grant was {:?}, the rolled-back one {:?}", after.result, pending.result)
+    expect(end == TxnEnd::Rollback, || {
+        format!("the terminated transaction ended {end:?}")
     })?;
-    expect(lost.result.is_unknown(), || format!("the terminated wait answered {:?}", lost.result))?;
-    expect(held(&seen) == Some((Some("next".into()), 1)), || format!("inspect saw {:?}", seen.result))?;
+    expect(granted(&after) == granted(&pending), || {
+        format!(
+            "after the rollback the next grant was {:?}, the rolled-back one {:?}",
+            after.result, pending.result
+        )
+    })?;
+    expect(lost.result.is_unknown(), || {
+        format!("the terminated wait answered {:?}", lost.result)
+    })?;
+    expect(held(&seen) == Some((Some("next".into()), 1)), || {
+        format!("inspect saw {:?}", seen.result)
+    })?;
     Ok(vec![
         format!("terminated backend {t_pid} idle in a transaction holding a grant: ended {end:?} (resolved)"),
         format!("the next owner was granted epoch {:?}, the rolled-back grant's", granted(&after)),
@@ -220,12 +248,19 @@ async fn terminate(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
 async fn cancel(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
     let reach = rig.reach();
     let admin = reach.admin().await?;
-    let (mut a, mut b, mut t) = (rig.recorder.session(), rig.recorder.session(), rig.recorder.session());
+    let (mut a, mut b, mut t) = (
+        rig.recorder.session(),
+        rig.recorder.session(),
+        rig.recorder.session(),
+    );
     let first = call(&mut a, acquire("k1", "holder", MINUTE)).await?;
     let epoch = granted(&first).unwrap_or(1);
     let b_pid = connected_pid(&mut b).await?;
     let (waited, cancelled) = tokio::join!(
-        call(&mut b, acquire_wait("k1", "waiter", MINUTE, Interval::secs(30))),
+        call(
+            &mut b,
+            acquire_wait("k1", "waiter", MINUTE, Interval::secs(30))
+        ),
         async {
             waiting(&admin, b_pid, "PgSleep").await?;
             reach.kill_backend(false, Victim::Pid(b_pid)).await
@@ -234,11 +269,20 @@ async fn cancel(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
     let (waited, _) = (waited?, cancelled?);
     // A renew of the holder's own lease waits for the row lock of an open transaction
     // that renewed it too.
-    t.begin(model::Isolation::ReadCommitted).await.map_err(FaultError::from)?;
-    call(&mut t, Op::renew("k1".into(), "holder".into(), epoch, MINUTE)).await?;
+    t.begin(model::Isolation::ReadCommitted)
+        .await
+        .map_err(FaultError::from)?;
+    call(
+        &mut t,
+        Op::renew("k1".into(), "holder".into(), epoch, MINUTE),
+    )
+    .await?;
     let a_pid = connected_pid(&mut a).await?;
     let (renewed, cancelled) = tokio::join!(
-        call(&mut a, Op::renew("k1".into(), "holder".into(), epoch, MINUTE)),
+        call(
+            &mut a,
+            Op::renew("k1".into(), "holder".into(), epoch, MINUTE)
+        ),
         async {
             waiting(&admin, a_pid, "transactionid").await?;
             reach.kill_backend(false, Victim::Pid(a_pid)).await
@@ -248,12 +292,20 @@ async fn cancel(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
     t.commit().await.map_err(FaultError::from)?;
     let seen = call(&mut b, inspect("k1")).await?;
     let user = "canceling statement due to user request";
-    expect(failed_with(&waited, "57014", user), || format!("the cancelled wait answered {:?}", waited.result))?;
-    expect(failed_with(&renewed, "57014", user), || format!("the cancelled renew answered {:?}", renewed.result))?;
-    expect(held(&seen) == Some((Some("holder".into()), epoch)), || format!("inspect saw {:?}", seen.result))?;
+    expect(failed_with(&waited, "57014", user), || {
+        format!("the cancelled wait answered {:?}", waited.result)
+    })?;
+    expect(failed_with(&renewed, "57014", user), || {
+        format!("the cancelled renew answered {:?}", renewed.result)
+    })?;
+    expect(held(&seen) == Some((Some("holder".into()), epoch)), || {
+        format!("inspect saw {:?}", seen.result)
+    })?;
     Ok(vec![
         format!("cancelled a blocking acquire mid-wait (backend {b_pid}): 57014, nothing changed"),
-        format!("cancelled a renew waiting for a row lock (backend {a_pid}): 57014, nothing changed"),
+        format!(
+            "cancelled a renew waiting for a row lock (backend {a_pid}): 57014, nothing changed"
+        ),
     ])
 }
 
@@ -262,11 +314,17 @@ async fn cancel(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
 /// the call fails with 57014 / 55P03 and changes nothing.
 async fn timeout_in_wait(rig: &Rig, fault: Fault) -> Result<Vec<String>, CheckFailure> {
     let reach = rig.reach();
-    let (mut a, mut b, mut t) = (rig.recorder.session(), rig.recorder.session(), rig.recorder.session());
+    let (mut a, mut b, mut t) = (
+        rig.recorder.session(),
+        rig.recorder.session(),
+        rig.recorder.session(),
+    );
     let lock = fault == Fault::LockTimeout;
     let holder = if lock { "txn-holder" } else { "holder" };
     if lock {
-        t.begin(model::Isolation::ReadCommitted).await.map_err(FaultError::from)?;
+        t.begin(model::Isolation::ReadCommitted)
+            .await
+            .map_err(FaultError::from)?;
         call(&mut t, acquire("k1", holder, MINUTE)).await?;
     } else {
         call(&mut a, acquire("k1", holder, MINUTE)).await?;
@@ -276,7 +334,10 @@ async fn timeout_in_wait(rig: &Rig, fault: Fault) -> Result<Vec<String>, CheckFa
         &reach,
         fault,
         "a 300 ms timeout inside a blocking acquire of 30 s",
-        call(&mut b, acquire_wait("k1", "waiter", MINUTE, Interval::secs(30))),
+        call(
+            &mut b,
+            acquire_wait("k1", "waiter", MINUTE, Interval::secs(30)),
+        ),
     )
     .await??;
     let took = started.elapsed();
@@ -288,12 +349,20 @@ async fn timeout_in_wait(rig: &Rig, fault: Fault) -> Result<Vec<String>, CheckFa
         Fault::LockTimeout => ("55P03", "lock timeout"),
         _ => ("57014", "statement timeout"),
     };
-    expect(failed_with(&waited, code, text), || format!("the wait answered {:?}", waited.result))?;
+    expect(failed_with(&waited, code, text), || {
+        format!("the wait answered {:?}", waited.result)
+    })?;
     // Margin: the timeout is 300 ms, the wait 30 s; anything under 10 s was ended by the
     // timeout, not by the wait bound.
-    expect(took < Duration::from_secs(10), || format!("the wait took {took:?}"))?;
-    expect(held(&seen) == Some((Some(holder.into()), 1)), || format!("inspect saw {:?}", seen.result))?;
-    Ok(vec![format!("{fault} fired after {took:?} inside the wait: {code}, nothing changed")])
+    expect(took < Duration::from_secs(10), || {
+        format!("the wait took {took:?}")
+    })?;
+    expect(held(&seen) == Some((Some(holder.into()), 1)), || {
+        format!("inspect saw {:?}", seen.result)
+    })?;
+    Ok(vec![format!(
+        "{fault} fired after {took:?} inside the wait: {code}, nothing changed"
+    )])
 }
 
 /// The holder stops for twice its TTL: its renew then answers `lapsed`, another owner
@@ -306,15 +375,27 @@ async fn client_pause(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
     let first = call(&mut a, acquire("k1", "paused", ttl)).await?;
     let epoch = granted(&first).unwrap_or(1);
     // Twice the TTL: the margin covers scheduling delays of the server's clock reads.
-    around(&reach, Fault::ClientPause, "the holder makes no call for 600 ms (TTL 300 ms)", tokio::time::sleep(Duration::from_millis(600))).await?;
+    around(
+        &reach,
+        Fault::ClientPause,
+        "the holder makes no call for 600 ms (TTL 300 ms)",
+        tokio::time::sleep(Duration::from_millis(600)),
+    )
+    .await?;
     let late = call(&mut a, Op::renew("k1".into(), "paused".into(), epoch, ttl)).await?;
     let taken = call(&mut b, acquire("k1", "taker", MINUTE)).await?;
     let renew = call(&mut a, Op::renew("k1".into(), "paused".into(), epoch, ttl)).await?;
     let release = call(&mut a, Op::release("k1".into(), "paused".into(), epoch)).await?;
-    expect(late.result == OpResult::Ok(Outcome::Lapsed), || format!("the paused holder's renew answered {:?}", late.result))?;
-    expect(granted(&taken) == Some(epoch + 1), || format!("the takeover answered {:?}", taken.result))?;
+    expect(late.result == OpResult::Ok(Outcome::Lapsed), || {
+        format!("the paused holder's renew answered {:?}", late.result)
+    })?;
+    expect(granted(&taken) == Some(epoch + 1), || {
+        format!("the takeover answered {:?}", taken.result)
+    })?;
     for r in [&renew, &release] {
-        expect(r.result == OpResult::Ok(Outcome::NotOwner), || format!("the deposed holder got {:?}", r.result))?;
+        expect(r.result == OpResult::Ok(Outcome::NotOwner), || {
+            format!("the deposed holder got {:?}", r.result)
+        })?;
     }
     Ok(vec![format!("paused 600 ms holding a 300 ms lease: renew lapsed, taken over at epoch {}, then not_owner", epoch + 1)])
 }
@@ -328,14 +409,31 @@ async fn short_ttl(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
     let mut epochs = Vec::new();
     for _ in 0..3 {
         let got = call(&mut w, acquire("k1", "worker", ttl)).await?;
-        let epoch = granted(&got).ok_or_else(|| CheckFailure::Unexpected(format!("acquire of a lapsed key answered {:?}", got.result)))?;
+        let epoch = granted(&got).ok_or_else(|| {
+            CheckFailure::Unexpected(format!("acquire of a lapsed key answered {:?}", got.result))
+        })?;
         epochs.push(epoch);
-        around(&reach, Fault::ShortTtl, "150 ms of work under a 40 ms lease", tokio::time::sleep(Duration::from_millis(150))).await?;
+        around(
+            &reach,
+            Fault::ShortTtl,
+            "150 ms of work under a 40 ms lease",
+            tokio::time::sleep(Duration::from_millis(150)),
+        )
+        .await?;
         let renewed = call(&mut w, Op::renew("k1".into(), "worker".into(), epoch, ttl)).await?;
-        expect(renewed.result == OpResult::Ok(Outcome::Lapsed), || format!("a renew after the lease ran out answered {:?}", renewed.result))?;
+        expect(renewed.result == OpResult::Ok(Outcome::Lapsed), || {
+            format!(
+                "a renew after the lease ran out answered {:?}",
+                renewed.result
+            )
+        })?;
     }
-    expect(epochs.windows(2).all(|p| p[1] > p[0]), || format!("re-acquired epochs {epochs:?} do not grow"))?;
-    Ok(vec![format!("3 lapses mid-work, each renew lapsed, epochs {epochs:?}")])
+    expect(epochs.windows(2).all(|p| p[1] > p[0]), || {
+        format!("re-acquired epochs {epochs:?} do not grow")
+    })?;
+    Ok(vec![format!(
+        "3 lapses mid-work, each renew lapsed, epochs {epochs:?}"
+    )])
 }
 
 /// A lease of 1.5 s expires while the server is down (fast shutdown, 1.8 s down): on first
@@ -347,16 +445,40 @@ async fn downtime_expiry(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
     let first = call(&mut a, acquire("k1", "holder", ttl)).await?;
     let (epoch, expires) = match first.result {
         OpResult::Ok(Outcome::Acquired { epoch, expires_at }) => (epoch, expires_at),
-        ref other => return Err(CheckFailure::Unexpected(format!("the first grant answered {other:?}"))),
+        ref other => {
+            return Err(CheckFailure::Unexpected(format!(
+                "the first grant answered {other:?}"
+            )))
+        }
     };
-    let restarted = reach.restart(Fault::DowntimeExpiry, Stop::Fast, Duration::from_millis(1_800)).await?;
+    let restarted = reach
+        .restart(
+            Fault::DowntimeExpiry,
+            Stop::Fast,
+            Duration::from_millis(1_800),
+        )
+        .await?;
     if !(restarted.down.t0() < expires && expires <= restarted.down.t1()) {
-        return Err(FaultError::not_injected("downtime-expiry", format!("the lease's expiry {expires:?} is not inside the downtime {:?}", restarted.down)).into());
+        return Err(FaultError::not_injected(
+            "downtime-expiry",
+            format!(
+                "the lease's expiry {expires:?} is not inside the downtime {:?}",
+                restarted.down
+            ),
+        )
+        .into());
     }
     let renewed = call(&mut a, Op::renew("k1".into(), "holder".into(), epoch, ttl)).await?;
     let taken = call(&mut b, acquire("k1", "taker", MINUTE)).await?;
-    expect(renewed.result == OpResult::Ok(Outcome::Lapsed), || format!("the first access after the downtime (renew) answered {:?}", renewed.result))?;
-    expect(granted(&taken) == Some(epoch + 1), || format!("the takeover answered {:?}", taken.result))?;
+    expect(renewed.result == OpResult::Ok(Outcome::Lapsed), || {
+        format!(
+            "the first access after the downtime (renew) answered {:?}",
+            renewed.result
+        )
+    })?;
+    expect(granted(&taken) == Some(epoch + 1), || {
+        format!("the takeover answered {:?}", taken.result)
+    })?;
     Ok(vec![format!(
         "expiry fell inside {} ms of downtime; first access: renew lapsed, takeover at epoch {}",
         (restarted.down.t1().0 - restarted.down.t0().0) / 1_000,
@@ -369,18 +491,47 @@ async fn downtime_expiry(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
 async fn abort_after_acquire(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
     let reach = rig.reach();
     let (mut a, mut b) = (rig.recorder.session(), rig.recorder.session());
-    a.begin(model::Isolation::ReadCommitted).await.map_err(FaultError::from)?;
+    a.begin(model::Isolation::ReadCommitted)
+        .await
+        .map_err(FaultError::from)?;
     let rolled = call(&mut a, acquire("k1", "aborter", MINUTE)).await?;
-    around(&reach, Fault::AbortAfterAcquire, "ROLLBACK after a grant", a.rollback()).await?.map_err(FaultError::from)?;
+    around(
+        &reach,
+        Fault::AbortAfterAcquire,
+        "ROLLBACK after a grant",
+        a.rollback(),
+    )
+    .await?
+    .map_err(FaultError::from)?;
     let next = call(&mut b, acquire("k1", "next", MINUTE)).await?;
-    a.begin(model::Isolation::ReadCommitted).await.map_err(FaultError::from)?;
+    a.begin(model::Isolation::ReadCommitted)
+        .await
+        .map_err(FaultError::from)?;
     call(&mut a, acquire("k2", "aborter", MINUTE)).await?;
-    let invalid = around(&reach, Fault::AbortAfterAcquire, "an invalid call aborts the transaction", call(&mut a, acquire("", "aborter", MINUTE))).await??;
+    let invalid = around(
+        &reach,
+        Fault::AbortAfterAcquire,
+        "an invalid call aborts the transaction",
+        call(&mut a, acquire("", "aborter", MINUTE)),
+    )
+    .await??;
     let k2 = call(&mut b, inspect("k2")).await?;
-    expect(granted(&next) == granted(&rolled), || format!("after the rollback the next grant was {:?}, the rolled-back one {:?}", next.result, rolled.result))?;
-    expect(matches!(&invalid.result, OpResult::Fail { sqlstate, .. } if sqlstate == "22023"), || format!("the invalid call answered {:?}", invalid.result))?;
-    expect(a.txn().is_none(), || "the aborted transaction is still open".into())?;
-    expect(k2.result == OpResult::Ok(Outcome::Inspected(None)), || format!("the aborted grant's key shows {:?}", k2.result))?;
+    expect(granted(&next) == granted(&rolled), || {
+        format!(
+            "after the rollback the next grant was {:?}, the rolled-back one {:?}",
+            next.result, rolled.result
+        )
+    })?;
+    expect(
+        matches!(&invalid.result, OpResult::Fail { sqlstate, .. } if sqlstate == "22023"),
+        || format!("the invalid call answered {:?}", invalid.result),
+    )?;
+    expect(a.txn().is_none(), || {
+        "the aborted transaction is still open".into()
+    })?;
+    expect(k2.result == OpResult::Ok(Outcome::Inspected(None)), || {
+        format!("the aborted grant's key shows {:?}", k2.result)
+    })?;
     Ok(vec!["rolled back a grant: the next owner got the same epoch; an error-aborted grant left its key never leased".into()])
 }
 
@@ -405,9 +556,18 @@ async fn commit_crash(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
             .await
             .map_err(FaultError::db("preparing the commit traps"))?;
     }
-    let (mut a, mut b, mut c) = (rig.recorder.session(), rig.recorder.session(), rig.recorder.session());
-    for (s, key, owner) in [(&mut a, "k1", "committer"), (&mut b, "k2", "slow-committer")] {
-        s.begin(model::Isolation::ReadCommitted).await.map_err(FaultError::from)?;
+    let (mut a, mut b, mut c) = (
+        rig.recorder.session(),
+        rig.recorder.session(),
+        rig.recorder.session(),
+    );
+    for (s, key, owner) in [
+        (&mut a, "k1", "committer"),
+        (&mut b, "k2", "slow-committer"),
+    ] {
+        s.begin(model::Isolation::ReadCommitted)
+            .await
+            .map_err(FaultError::from)?;
         call(s, acquire(key, owner, MINUTE)).await?;
     }
     let (a_pid, b_pid) = (connected_pid(&mut a).await?, connected_pid(&mut b).await?);
@@ -419,9 +579,14 @@ async fn commit_crash(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
             .batch_execute("ALTER SYSTEM RESET synchronous_standby_names")
             .await
             .map_err(FaultError::db("resetting synchronous_standby_names"))?;
-        reach.restart(Fault::CommitCrash, Stop::Crash, Duration::from_millis(200)).await
+        reach
+            .restart(Fault::CommitCrash, Stop::Crash, Duration::from_millis(200))
+            .await
     });
-    let (a_end, b_end) = (a_end.map_err(FaultError::from)?, b_end.map_err(FaultError::from)?);
+    let (a_end, b_end) = (
+        a_end.map_err(FaultError::from)?,
+        b_end.map_err(FaultError::from)?,
+    );
     crashed?;
     reach
         .admin()
@@ -434,10 +599,18 @@ async fn commit_crash(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
         .map_err(FaultError::db("removing the commit trap"))?;
     let k1 = call(&mut c, inspect("k1")).await?;
     let k2 = call(&mut c, inspect("k2")).await?;
-    expect(a_end == TxnEnd::Commit, || format!("the COMMIT that had committed locally was resolved {a_end:?}"))?;
-    expect(b_end == TxnEnd::Rollback, || format!("the COMMIT the crash cut short was resolved {b_end:?}"))?;
-    expect(held(&k1) == Some((Some("committer".into()), 1)), || format!("k1 shows {:?}", k1.result))?;
-    expect(k2.result == OpResult::Ok(Outcome::Inspected(None)), || format!("k2 shows {:?}", k2.result))?;
+    expect(a_end == TxnEnd::Commit, || {
+        format!("the COMMIT that had committed locally was resolved {a_end:?}")
+    })?;
+    expect(b_end == TxnEnd::Rollback, || {
+        format!("the COMMIT the crash cut short was resolved {b_end:?}")
+    })?;
+    expect(held(&k1) == Some((Some("committer".into()), 1)), || {
+        format!("k1 shows {:?}", k1.result)
+    })?;
+    expect(k2.result == OpResult::Ok(Outcome::Inspected(None)), || {
+        format!("k2 shows {:?}", k2.result)
+    })?;
     Ok(vec![
         "COMMIT lost in the crash after its local commit: resolved committed through pg_xact_status".into(),
         "COMMIT lost in the crash before its commit record: resolved rolled back through pg_xact_status".into(),
@@ -463,24 +636,45 @@ async fn wait_wake(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
         let epoch = granted(&first).unwrap_or(1);
         let b_pid = connected_pid(&mut b).await?;
         let (woke, released) = tokio::join!(
-            call(&mut b, acquire_wait(&key, "waiter", MINUTE, Interval::secs(10))),
+            call(
+                &mut b,
+                acquire_wait(&key, "waiter", MINUTE, Interval::secs(10))
+            ),
             async {
                 waiting(&admin, b_pid, "PgSleep").await?;
-                around(&reach, Fault::WaitWake, "release while a waiter blocks", call(&mut a, Op::release(key.clone(), "holder".into(), epoch))).await?
+                around(
+                    &reach,
+                    Fault::WaitWake,
+                    "release while a waiter blocks",
+                    call(&mut a, Op::release(key.clone(), "holder".into(), epoch)),
+                )
+                .await?
             }
         );
         let (woke, released) = (woke?, released?);
         let grant_at = match woke.result {
             OpResult::Ok(Outcome::Acquired { expires_at, .. }) => expires_at.plus(-MINUTE.micros),
-            ref other => return Err(CheckFailure::Unexpected(format!("the waiter woke with {other:?}"))),
+            ref other => {
+                return Err(CheckFailure::Unexpected(format!(
+                    "the waiter woke with {other:?}"
+                )))
+            }
         };
         let Some(release_at) = released.server.map(|s| s.t0()) else {
-            return Err(CheckFailure::Unexpected(format!("the release answered {:?}", released.result)));
+            return Err(CheckFailure::Unexpected(format!(
+                "the release answered {:?}",
+                released.result
+            )));
         };
-        latencies.push(Duration::from_micros((grant_at.0 - release_at.0).max(0) as u64));
+        latencies.push(Duration::from_micros(
+            (grant_at.0 - release_at.0).max(0) as u64
+        ));
     }
     let worst = latencies.iter().max().copied().unwrap_or_default();
-    expect(worst <= WAKE_BOUND, || format!("a waiter woke {worst:?} after the release (bound {WAKE_BOUND:?}: 50 ms poll + 200 ms margin)"))?;
-    Ok(vec![format!("woke after {latencies:?} of server time (bound {WAKE_BOUND:?})")])
+    expect(worst <= WAKE_BOUND, || {
+        format!("a waiter woke {worst:?} after the release (bound {WAKE_BOUND:?}: 50 ms poll + 200 ms margin)")
+    })?;
+    Ok(vec![format!(
+        "woke after {latencies:?} of server time (bound {WAKE_BOUND:?})"
+    )])
 }
-

