@@ -2,6 +2,7 @@
 
 mod check_cmd;
 mod check_history_cmd;
+mod faults_cmd;
 mod model_cmd;
 
 use anyhow::{bail, Context};
@@ -38,6 +39,9 @@ enum Command {
     /// Run a free-running campaign against a throwaway cluster and judge its history: exit 0
     /// linearizable, 1 violation, 2 unknown or infrastructure failure.
     Check(check_cmd::CheckArgs),
+    /// Run the named fault checks (crash, restart, kill, cancel, pause, cut, lapse, ...),
+    /// one summary line each: exit 0 all passed, 1 a finding, 2 a check could not run.
+    Faults(faults_cmd::FaultsArgs),
 }
 
 #[derive(Debug, clap::Args, Default)]
@@ -76,6 +80,7 @@ fn main() {
         Command::CheckHistory(_) => check_history_cmd::EXIT_UNREADABLE,
         // A campaign that could not run is no finding about the target.
         Command::Check(_) => check_cmd::EXIT_INFRASTRUCTURE,
+        Command::Faults(_) => faults_cmd::EXIT_INFRASTRUCTURE,
         _ => EXIT_FAILED,
     };
     match real_main(command) {
@@ -117,6 +122,7 @@ fn real_main(command: Command) -> anyhow::Result<i32> {
         Command::Model(args) => model_cmd::run(&args).map(|()| EXIT_OK),
         Command::CheckHistory(args) => check_history_cmd::run(&args),
         Command::Check(args) => check_cmd::run(&args),
+        Command::Faults(args) => faults_cmd::run(&args),
     }
 }
 

@@ -9,6 +9,7 @@
 //! - [`schedule`]: fault schedules drawn by proptest (which fault, when, how long).
 //! - [`mixed`]: a campaign under a schedule, judged over the whole history.
 //! - [`checks`]: the named checks and their negative controls.
+//! - [`suite`]: every named check on one install, typed per-check results (the gate's "faults" suite).
 //! - [`builds`]: the pg_lease builds they install (this checkout's under a name of its own,
 //!   and the broken builds of the negative controls).
 //! - [`proxy`]: a loopback TCP proxy that can reset, close or blackhole connections.
@@ -22,6 +23,7 @@ pub mod mixed;
 pub mod proxy;
 pub mod schedule;
 pub mod server;
+pub mod suite;
 
 pub use error::FaultError;
 pub use fault::Fault;

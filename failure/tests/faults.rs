@@ -1,12 +1,12 @@
-//! Every named fault's check on PostgreSQL 15 (and crash, both restarts, the three cuts and
+//! Every named fault's check on PostgreSQL 15 (and crash, restart-immediate, cut-reset and
 //! lapse on 14), each with its negative control, which must fail by the failure it names.
 //! Each check starts and removes its own cluster.
 //!
-//! Bounded: a check takes 2-6 s here (a cluster start, a few seconds of recording, the
+//! Bounded: a check takes 3-10 s here (a cluster start, a few seconds of recording, the
 //! check); `LEASECHECK_PG_MAJORS` limits the majors.
 
 use harness::pg::{test_majors, PgInstall};
-use nemesis::checks::{self, caught, control, CheckResult};
+use nemesis::checks::{self, caught, control, Breakage, CheckResult};
 use nemesis::Fault;
 
 fn install(major: u32) -> Option<PgInstall> {
@@ -29,20 +29,45 @@ fn summary(fault: Fault, result: &CheckResult) -> String {
     }
 }
 
+/// The check passes; a doctored control (the history edited to what a broken server would
+/// have answered) is judged on its history right away.
 async fn passes(fault: Fault, major: u32) {
     let Some(install) = install(major) else {
         return;
     };
     let result = checks::run(fault, &install, None).await;
     println!("{}", summary(fault, &result));
-    assert!(result.is_ok(), "{}", summary(fault, &result));
+    let Ok(passed) = &result else {
+        panic!("{}", summary(fault, &result));
+    };
+    if let Some(doctored) = checks::doctored_control(fault, passed) {
+        let c = control(fault);
+        println!(
+            "control of {fault} ({:?}): {}",
+            c.breakage,
+            summary(fault, &doctored)
+        );
+        assert!(
+            caught(c.expects, &doctored),
+            "the control of {fault} ({:?}) must fail with {:?}, got: {}",
+            c.breakage,
+            c.expects,
+            summary(fault, &doctored)
+        );
+    }
 }
 
+/// A control that runs on its own (a broken build, or the fault made to miss); a doctored
+/// one is judged in its check's test.
 async fn control_is_caught(fault: Fault, major: u32) {
+    let c = control(fault);
+    if matches!(c.breakage, Breakage::Doctored(_)) {
+        println!("the doctored control of {fault} is judged in its check's test");
+        return;
+    }
     let Some(install) = install(major) else {
         return;
     };
-    let c = control(fault);
     let result = checks::run(fault, &install, Some(c.breakage)).await;
     println!(
         "control of {fault} ({:?}): {}",
@@ -96,7 +121,7 @@ macro_rules! fault_checks {
 fault_checks! {
     crash: Fault::Crash, pg14: true;
     restart_immediate: Fault::RestartImmediate, pg14: true;
-    restart_fast: Fault::RestartFast, pg14: true;
+    restart_fast: Fault::RestartFast, pg14: false;
     sync_commit_off_crash: Fault::SyncCommitOffCrash, pg14: false;
     terminate: Fault::Terminate, pg14: false;
     cancel: Fault::Cancel, pg14: false;
@@ -104,9 +129,9 @@ fault_checks! {
     lock_timeout: Fault::LockTimeout, pg14: false;
     client_pause: Fault::ClientPause, pg14: false;
     server_pause: Fault::ServerPause, pg14: false;
-    cut_close: Fault::CutClose, pg14: true;
+    cut_close: Fault::CutClose, pg14: false;
     cut_reset: Fault::CutReset, pg14: true;
-    cut_blackhole: Fault::CutBlackhole, pg14: true;
+    cut_blackhole: Fault::CutBlackhole, pg14: false;
     downtime_expiry: Fault::DowntimeExpiry, pg14: false;
     short_ttl: Fault::ShortTtl, pg14: false;
     abort_after_acquire: Fault::AbortAfterAcquire, pg14: false;

@@ -231,6 +231,29 @@ pub async fn run(fault: Fault, install: &PgInstall, breakage: Option<Breakage>) 
     }
 }
 
+/// `fault`'s doctored control judged on the history of its passed check (the doctored
+/// controls need no run of their own); `None` when its control is not a doctored one.
+pub fn doctored_control(fault: Fault, passed: &Passed) -> Option<CheckResult> {
+    let Breakage::Doctored(d) = control(fault).breakage else {
+        return None;
+    };
+    let mut history = passed.history.clone()?;
+    if !doctor(&mut history, d) {
+        return Some(Err(FaultError::not_injected(
+            fault.name(),
+            "the history has nothing the doctored control applies to",
+        )
+        .into()));
+    }
+    Some(judge(&history).map(|verdict| Passed {
+        fault,
+        postgres: passed.postgres.clone(),
+        verdict,
+        evidence: vec![format!("{d:?} applied to the check's history")],
+        history: Some(history),
+    }))
+}
+
 /// Judges `history`; linearizable or the failure.
 pub(crate) fn judge(history: &History) -> Result<String, CheckFailure> {
     let options = model::CheckOptions {

@@ -267,6 +267,11 @@ async fn cancel(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
         }
     );
     let (waited, _) = (waited?, cancelled?);
+    // The cancelled wait must have changed nothing before the renew stage relies on it.
+    let mid = call(&mut b, inspect("k1")).await?;
+    expect(held(&mid) == Some((Some("holder".into()), epoch)), || {
+        format!("after the cancelled wait inspect saw {:?}", mid.result)
+    })?;
     // A renew of the holder's own lease waits for the row lock of an open transaction
     // that renewed it too.
     t.begin(model::Isolation::ReadCommitted)
@@ -542,14 +547,15 @@ async fn abort_after_acquire(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
 async fn commit_crash(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
     let reach = rig.reach();
     let admin = reach.admin().await?;
-    // ALTER SYSTEM runs outside any transaction: one statement per round trip.
+    // ALTER SYSTEM runs outside any transaction: one statement per round trip. The trap
+    // is created before commits wait for the missing standby (its own commit would).
     for sql in [
-        "ALTER SYSTEM SET synchronous_standby_names = 'nemesis_nobody'",
-        "SELECT pg_reload_conf()",
         "CREATE FUNCTION public.nemesis_slow_commit() RETURNS trigger LANGUAGE plpgsql AS \
          $$ BEGIN IF NEW.owner = 'slow-committer' THEN PERFORM pg_sleep(60); END IF; RETURN NULL; END $$",
         "CREATE CONSTRAINT TRIGGER nemesis_slow_commit AFTER INSERT OR UPDATE ON lease.leases \
          DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.nemesis_slow_commit()",
+        "ALTER SYSTEM SET synchronous_standby_names = 'nemesis_nobody'",
+        "SELECT pg_reload_conf()",
     ] {
         admin
             .batch_execute(sql)
