@@ -36,7 +36,7 @@ fn list() {
         let defends: Vec<String> = fault.defends().iter().map(|i| i.to_string()).collect();
         let c = control(fault);
         println!(
-            "{fault}: defends {}; control {:?} must fail with {:?}",
+            "{fault}: defends {}; control: {} must fail with {}",
             defends.join(", "),
             c.breakage,
             c.expects

@@ -84,7 +84,7 @@ impl fmt::Display for CheckRun {
         };
         let what = match self.run {
             Run::Check => format!("check defending {}", defended(self.fault)),
-            Run::Control(c) => format!("control {:?} must fail with {:?}", c.breakage, c.expects),
+            Run::Control(c) => format!("control: {} must fail with {}", c.breakage, c.expects),
         };
         let outcome = match &self.result {
             Ok(p) => format!("{}; {}", first_line(&p.verdict), p.evidence.join("; ")),

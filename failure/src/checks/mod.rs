@@ -129,6 +129,32 @@ pub struct Control {
     pub expects: Expect,
 }
 
+impl fmt::Display for Expect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expect::Violation(list) => {
+                let numbers: Vec<String> = list.iter().map(|i| i.number().to_string()).collect();
+                write!(f, "a violation of inv {}", numbers.join("/"))
+            }
+            Expect::Unexpected(text) => write!(f, "a broken expectation ({text:?})"),
+            Expect::NotInjected => f.write_str("fault not injected (typed infrastructure failure)"),
+        }
+    }
+}
+
+impl fmt::Display for Breakage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Breakage::Build(b) => match b.mutant() {
+                Some(m) => write!(f, "mutant {}", m.name),
+                None => write!(f, "{b:?} (stale)"),
+            },
+            Breakage::Doctored(d) => write!(f, "history doctored ({d:?})"),
+            Breakage::FaultMisses => f.write_str("clients around the proxy"),
+        }
+    }
+}
+
 /// Invariants a lost committed write can show as.
 const LOST_WRITE: &[Invariant] = &[
     Invariant::DurabilityAndTimeAuthority,
