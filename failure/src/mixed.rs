@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
 /// Injections of one fault in a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -156,9 +157,22 @@ pub async fn run_routed(
         recording: Some(&recording),
     };
     let keys = campaign.workload.key_names();
+    // The driver stops when recording ends: faults take longer than planned (a restart
+    // waits for the server), and none is injected into a history that is over.
+    let (over, over_rx) = watch::channel(false);
     let (stopped, driven) = tokio::join!(
-        recording.record(progress.clone()),
-        drive(&reach, schedule, &keys, campaign.workload.processes)
+        async {
+            let stopped = recording.record(progress.clone()).await;
+            over.send_replace(true);
+            stopped
+        },
+        drive(
+            &reach,
+            schedule,
+            &keys,
+            campaign.workload.processes,
+            over_rx
+        )
     );
     let report = recording.judge(stopped, progress).await;
     drop(proxy);
@@ -179,10 +193,12 @@ pub async fn run_routed(
 /// A fault the schedule names that was never injected: the run cannot speak for it.
 fn never_injected(schedule: &Schedule, tallies: &BTreeMap<Fault, Tally>) -> Option<FaultError> {
     schedule.faults().into_iter().find_map(|f| {
-        let injected = tallies.get(&f).map_or(0, |t| t.injected);
-        (injected == 0).then(|| {
-            FaultError::not_injected(f.name(), "every scheduled injection of it hit nothing")
-        })
+        let why = match tallies.get(&f) {
+            None => "the run ended before its turn",
+            Some(t) if t.injected == 0 => "every scheduled injection of it hit nothing",
+            Some(_) => return None,
+        };
+        Some(FaultError::not_injected(f.name(), why))
     })
 }
 
@@ -195,14 +211,26 @@ struct Driven {
 }
 
 /// Injects the schedule's faults in order; stops at the first infrastructure failure.
-async fn drive(reach: &Reach<'_>, schedule: &Schedule, keys: &[String], slots: u32) -> Driven {
+async fn drive(
+    reach: &Reach<'_>,
+    schedule: &Schedule,
+    keys: &[String],
+    slots: u32,
+    mut over: watch::Receiver<bool>,
+) -> Driven {
     let mut driven = Driven::default();
     let started = Instant::now();
     let mut due = Duration::ZERO;
     for planned in &schedule.0 {
         due += planned.gap;
         if let Some(wait) = due.checked_sub(started.elapsed()) {
-            tokio::time::sleep(wait).await;
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = over.wait_for(|over| *over) => {}
+            }
+        }
+        if *over.borrow() {
+            break;
         }
         let tally = driven.tallies.entry(planned.fault).or_default();
         match inject(reach, planned, keys, slots).await {

@@ -171,9 +171,12 @@ const LOST_WRITE: &[Invariant] = &[
 /// Invariants a write that should not have happened (or a success that should have been
 /// refused) can show as.
 const KEPT_WRITE: &[Invariant] = LOST_WRITE;
-/// A renew that succeeded after a lapse.
+/// A renew (or release) that succeeded after a lapse: the checker names the first broken
+/// invariant it meets (lapse is final, the precedence of lapsed over ok, the overlap with
+/// a takeover, or the server clock's authority).
 const RENEW_AFTER_LAPSE: &[Invariant] = &[
     Invariant::LapseIsFinal,
+    Invariant::PrecedenceAndIsolation,
     Invariant::MutualExclusion,
     Invariant::DurabilityAndTimeAuthority,
 ];
