@@ -106,6 +106,10 @@ pub enum Doctor {
     AbortedKept,
     /// The resolved ends of the crashed COMMITs swapped (committed <-> rolled back).
     ResolutionSwapped,
+    /// The first grant of a key after an applied lapse of it answered `denied` (a
+    /// blocking acquire: its wait timed out) instead: the lapse ignored (the checker must
+    /// know the key was lapsed).
+    LapseIgnored,
     /// The final inspect shows the owner of the cancelled call holding the key: the
     /// cancelled statement's write kept.
     CancelledWriteKept,
@@ -181,6 +185,14 @@ const RENEW_AFTER_LAPSE: &[Invariant] = &[
     Invariant::DurabilityAndTimeAuthority,
 ];
 
+/// An acquire of a lapsed key answered `denied`.
+const LAPSE_IGNORED: &[Invariant] = &[
+    Invariant::LapseIsFinal,
+    Invariant::PrecedenceAndIsolation,
+    Invariant::InspectConsistent,
+    Invariant::MutualExclusion,
+];
+
 /// The negative control of `fault`'s check.
 pub fn control(fault: Fault) -> Control {
     use Breakage as B;
@@ -213,11 +225,13 @@ pub fn control(fault: Fault) -> Control {
             B::Doctored(Doctor::CancelledWriteKept),
             Expect::Violation(KEPT_WRITE),
         ),
-        Fault::ClientPause
-        | Fault::ShortTtl
-        | Fault::DowntimeExpiry
-        | Fault::Lapse
-        | Fault::ServerPause => (
+        // Leases of the lapse campaign are taken over by whoever comes first: whether an
+        // old holder renews before a takeover is a race, a doctored grant is not.
+        Fault::Lapse => (
+            B::Doctored(Doctor::LapseIgnored),
+            Expect::Violation(LAPSE_IGNORED),
+        ),
+        Fault::ClientPause | Fault::ShortTtl | Fault::DowntimeExpiry | Fault::ServerPause => (
             B::Build(BrokenBuild::RenewIgnoresExpiry),
             Expect::Violation(RENEW_AFTER_LAPSE),
         ),
@@ -349,6 +363,7 @@ pub(crate) fn doctor(history: &mut History, doctor: Doctor) -> bool {
             }
             swapped > 0
         }
+        Doctor::LapseIgnored => lapse_ignored(history),
         Doctor::CancelledWriteKept => {
             let Some(cancelled) = history
                 .ops
@@ -380,4 +395,42 @@ pub(crate) fn doctor(history: &mut History, doctor: Doctor) -> bool {
             }
         }
     }
+}
+
+/// [`Doctor::LapseIgnored`]: whether a grant to change was found.
+fn lapse_ignored(history: &mut History) -> bool {
+    use model::{NemesisEffect, Op, OpResult, Outcome};
+    let lapses: Vec<(String, u64)> = history
+        .nemeses
+        .iter()
+        .filter_map(|n| match &n.effect {
+            NemesisEffect::Lapse {
+                key,
+                applied: Some(true),
+                ..
+            } => Some((key.clone(), n.end)),
+            _ => None,
+        })
+        .collect();
+    for (key, end) in lapses {
+        let grant = history
+            .ops
+            .iter_mut()
+            .filter(|o| o.invoke > end && o.txn.is_none())
+            .filter(|o| matches!(&o.call, Op::Acquire { key: Some(k), .. } if *k == key))
+            .min_by_key(|o| o.invoke);
+        let Some(op) = grant else { continue };
+        if !matches!(op.result, OpResult::Ok(Outcome::Acquired { .. })) {
+            continue;
+        }
+        let blocking = matches!(&op.call, Op::Acquire { wait: Some(w), .. }
+            if w.micros != 0 || w.days != 0 || w.months != 0);
+        // What each kind of acquire answers when the key is held by another owner.
+        op.result = OpResult::Ok(match blocking {
+            true => Outcome::Timeout,
+            false => Outcome::Denied,
+        });
+        return true;
+    }
+    false
 }
