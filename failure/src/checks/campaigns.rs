@@ -61,6 +61,13 @@ fn sync_off() -> Vec<(String, String)> {
     ]
 }
 
+/// Long enough for `restarts` restarts: each takes its 0.6 s gap, 0.3 s down and up to
+/// about 1.5 s for the server to stop and start here (seen: 0.9-2.6 s of downtime), and
+/// the driver stops when recording does.
+fn restarts_length(restarts: u32) -> Duration {
+    Duration::from_millis(1_000 + 1_700 * u64::from(restarts))
+}
+
 fn plan(fault: Fault, breakage: Option<Breakage>) -> Plan {
     let workload = Workload {
         processes: 4,
@@ -90,11 +97,13 @@ fn plan(fault: Fault, breakage: Option<Breakage>) -> Plan {
         Fault::Crash | Fault::RestartImmediate | Fault::RestartFast => Plan {
             workload: durable,
             schedule: planned(fault, restarts, 600, 300),
+            length: restarts_length(restarts),
             ..base
         },
         Fault::SyncCommitOffCrash => Plan {
             workload: durable,
             schedule: planned(Fault::Crash, restarts, 600, 300),
+            length: restarts_length(restarts),
             setup: Setup {
                 settings: sync_off(),
                 ..Setup::default()
