@@ -4,6 +4,7 @@
 //! (or stall, or malformed answer), 2 unknown or infrastructure failure.
 
 mod stepped;
+mod under_faults;
 
 use anyhow::{bail, Context};
 use harness::campaign::{self, Campaign, Length, Progress, Target};
@@ -83,6 +84,11 @@ pub struct CheckArgs {
     /// Search states the check may memoise.
     #[arg(long, value_name = "N", default_value_t = 20_000_000)]
     pub max_states: u64,
+    /// Inject faults while the campaign runs (free mode): names or groups, e.g.
+    /// crash,pause,cut,lapse (see `leasecheck faults`); the schedule is drawn from the seed
+    /// and the run lasts --time [default: 60s].
+    #[arg(long, value_name = "FAULTS")]
+    pub nemesis: Option<String>,
     /// Client-side timeout of every call, e.g. 10s.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     pub call_timeout: Duration,
@@ -113,6 +119,7 @@ impl CheckArgs {
                 vec![
                     ("--ops", self.ops.is_some()),
                     ("--time", self.time.is_some()),
+                    ("--nemesis", self.nemesis.is_some()),
                 ],
                 "free",
             ),
@@ -155,7 +162,7 @@ impl CheckArgs {
             budget: self.budget(),
             call_timeout: self.call_timeout,
             history_file: Some(history_file),
-            session: harness::session::SessionSettings::none(),
+            ..Campaign::new(target, length, seed)
         })
     }
 }
@@ -220,7 +227,10 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
     let seed = args.seed.unwrap_or_else(clock_seed);
     let dir = runs_dir(args).join(chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string());
     match args.mode {
-        Mode::Free => run_free(args, seed, &dir),
+        Mode::Free => match &args.nemesis {
+            Some(list) => under_faults::run(args, list, seed, &dir),
+            None => run_free(args, seed, &dir),
+        },
         Mode::Stepped => stepped::run(args, seed, &dir),
     }
 }

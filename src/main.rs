@@ -5,6 +5,7 @@ mod check_cmd;
 mod check_history_cmd;
 mod gate;
 mod image_cmd;
+mod faults_cmd;
 mod model_cmd;
 mod mutants_cmd;
 
@@ -55,6 +56,9 @@ enum Command {
     /// Benchmark pg_lease against its floors (result.json, report.md, SVG plots); with
     /// --compare, exit 1 when a figure regressed against a baseline run.
     Bench(bench_cmd::BenchArgs),
+    /// Run the named fault checks (crash, restart, kill, cancel, pause, cut, lapse, ...),
+    /// one summary line each: exit 0 all passed, 1 a finding, 2 a check could not run.
+    Faults(faults_cmd::FaultsArgs),
 }
 
 #[derive(Debug, clap::Args, Default)]
@@ -101,6 +105,7 @@ fn main() {
         Command::Mutants(_) => mutants_cmd::EXIT_INFRASTRUCTURE,
         // A bench that could not run is no regression.
         Command::Bench(_) => bench_cmd::EXIT_INFRASTRUCTURE,
+        Command::Faults(_) => faults_cmd::EXIT_INFRASTRUCTURE,
         _ => EXIT_FAILED,
     };
     match real_main(command) {
@@ -146,6 +151,7 @@ fn real_main(command: Command) -> anyhow::Result<i32> {
         Command::Image(command) => image_cmd::run(&command).map(|()| EXIT_OK),
         Command::Mutants(args) => mutants_cmd::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
+        Command::Faults(args) => faults_cmd::run(&args),
     }
 }
 

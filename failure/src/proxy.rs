@@ -9,6 +9,9 @@
 //!   client's and the upstream's) are closed with a TCP reset, as when a
 //!   network path dies or a middlebox drops state. New connections are
 //!   accepted as before.
+//! - [`Proxy::close`] every current connection cleanly: both sockets are
+//!   closed with a FIN (end-of-stream), as when a middlebox or a peer
+//!   closes an idle connection in an orderly way.
 //! - [`Proxy::set_blackhole`]: stop forwarding in both directions without
 //!   closing anything. Bytes stay queued in the proxy and the kernel; the
 //!   peers see a silent, stalled connection (a client-side timeout is the
@@ -50,8 +53,17 @@ struct Inner {
     accepted: AtomicU64,
 }
 
+/// How a connection is ended on request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ending {
+    /// TCP reset on both sides.
+    Reset,
+    /// Orderly close (FIN) on both sides.
+    Close,
+}
+
 struct Conn {
-    kill: oneshot::Sender<()>,
+    kill: oneshot::Sender<Ending>,
     task: Option<JoinHandle<()>>,
 }
 
@@ -108,12 +120,23 @@ impl Proxy {
     /// until they are all closed. Returns how many there were. The proxy
     /// keeps accepting new connections.
     pub async fn cut(&self) -> usize {
+        self.end_all(Ending::Reset).await
+    }
+
+    /// Closes every current connection in an orderly way (both sides see
+    /// end-of-stream) and waits until they are all closed. Returns how many
+    /// there were. The proxy keeps accepting new connections.
+    pub async fn close(&self) -> usize {
+        self.end_all(Ending::Close).await
+    }
+
+    async fn end_all(&self, ending: Ending) -> usize {
         let victims: Vec<Conn> = self.inner.conns().drain().map(|(_, c)| c).collect();
         let count = victims.len();
         let mut tasks = Vec::with_capacity(count);
         for mut conn in victims {
             // The task may already be finishing; then there is nobody to tell.
-            let _ = conn.kill.send(());
+            let _ = conn.kill.send(ending);
             if let Some(task) = conn.task.take() {
                 tasks.push(task);
             }
@@ -150,7 +173,7 @@ impl Drop for Proxy {
     fn drop(&mut self) {
         self.accept.abort();
         for (_, conn) in self.inner.conns().drain() {
-            let _ = conn.kill.send(());
+            let _ = conn.kill.send(Ending::Reset);
         }
     }
 }
@@ -203,7 +226,7 @@ async fn serve(
     id: u64,
     mut inbound: TcpStream,
     upstream: SocketAddr,
-    mut killed: oneshot::Receiver<()>,
+    mut killed: oneshot::Receiver<Ending>,
     blackhole: watch::Receiver<bool>,
     inner: Arc<Inner>,
 ) {
@@ -235,7 +258,7 @@ async fn serve(
 async fn forward(
     inbound: &mut TcpStream,
     outbound: &mut TcpStream,
-    mut killed: oneshot::Receiver<()>,
+    mut killed: oneshot::Receiver<Ending>,
     blackhole: watch::Receiver<bool>,
 ) -> End {
     let (mut in_read, mut in_write) = inbound.split();
@@ -249,7 +272,11 @@ async fn forward(
     tokio::select! {
         // A cut wins over forwarding whatever is ready at the same moment.
         biased;
-        _ = &mut killed => End::Abort,
+        // A dropped sender (the proxy is gone) is a reset too.
+        ending = &mut killed => match ending {
+            Ok(Ending::Close) => End::Clean,
+            _ => End::Abort,
+        },
         result = both => if result.is_ok() { End::Clean } else { End::Abort },
     }
 }
@@ -359,6 +386,23 @@ mod tests {
             .expect("a cut connection must not hang");
         let err = read.expect_err("a cut is a reset, not an end-of-stream");
         assert_eq!(err.kind(), io::ErrorKind::ConnectionReset);
+        let mut b = TcpStream::connect(proxy.addr()).await.unwrap();
+        assert_eq!(roundtrip(&mut b, b"again").await.unwrap(), b"again");
+    }
+
+    #[tokio::test]
+    async fn close_ends_current_connections_cleanly_and_keeps_accepting() {
+        let proxy = Proxy::start(echo_server().await).await.unwrap();
+        let mut a = TcpStream::connect(proxy.addr()).await.unwrap();
+        assert_eq!(roundtrip(&mut a, b"x").await.unwrap(), b"x");
+        assert_eq!(proxy.close().await, 1);
+        assert_eq!(proxy.live_connections(), 0);
+        let mut buf = [0u8; 1];
+        let read = timeout(Duration::from_secs(5), a.read(&mut buf))
+            .await
+            .expect("a closed connection must not hang");
+        // Negative control of `cut`: a clean close is an end-of-stream, not a reset.
+        assert_eq!(read.expect("a clean close is no error"), 0);
         let mut b = TcpStream::connect(proxy.addr()).await.unwrap();
         assert_eq!(roundtrip(&mut b, b"again").await.unwrap(), b"again");
     }

@@ -11,7 +11,7 @@
 //! could not be installed, a session could not connect, a harness bug). An infrastructure
 //! failure is never a violation.
 
-use crate::extension::{Build, ExtensionFiles, Mutant, StaleMutant, MUTANTS};
+use crate::extension::{Build, ExtensionFiles, Mutant, StaleMutant, MUTANTS, VERSION};
 use crate::pg::{Cluster, PgError};
 use crate::recorder::{Recorder, RecorderError, RecorderOptions, Session};
 use crate::session::SessionSettings;
@@ -21,11 +21,13 @@ use model::checker::{Spent, Stats, Violation};
 use model::{Budget, CheckOptions, History, Verdict};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
 /// The environment variable naming a directory in which every campaign keeps its history.
 pub const HISTORY_DIR_ENV: &str = "LEASECHECK_HISTORY_DIR";
@@ -152,6 +154,18 @@ pub struct Campaign {
     pub call_timeout: Duration,
     /// Where to keep the history (none: in memory only).
     pub history_file: Option<PathBuf>,
+    /// Install and create this build instead of the target's own files (e.g. a copy of
+    /// pg_lease under a name of its own, which other checkouts sharing the extension
+    /// directory do not rewrite mid-run). Its `extversion` must be [`VERSION`].
+    pub build: Option<ExtensionFiles>,
+    /// Where sessions connect (e.g. a fault-injecting proxy in front of the cluster);
+    /// none: the cluster itself.
+    pub route: Option<SocketAddr>,
+    /// How long a session keeps trying to connect ([`RecorderOptions::connect_patience`]).
+    pub connect_patience: Duration,
+    /// After the processes stop, a fresh session inspects every key, so that the history
+    /// ends with what the server holds.
+    pub final_inspect: bool,
     /// The session settings every process runs under (their setup SQL runs in the fresh
     /// database before recording).
     pub session: SessionSettings,
@@ -169,6 +183,27 @@ impl Campaign {
             call_timeout: Duration::from_secs(10),
             history_file: None,
             session: SessionSettings::none(),
+            build: None,
+            route: None,
+            connect_patience: Duration::ZERO,
+            final_inspect: false,
+        }
+    }
+
+    /// The version the created extension must be at: the build's ([`VERSION`]) or the
+    /// target's.
+    pub fn expected_version(&self) -> &'static str {
+        match self.build {
+            Some(_) => VERSION,
+            None => self.target.version(),
+        }
+    }
+
+    /// The files installed and the extension created: the build, or the target's own.
+    pub fn files(&self) -> Result<ExtensionFiles, StaleMutant> {
+        match &self.build {
+            Some(build) => Ok(build.clone()),
+            None => self.target.files(),
         }
     }
 }
@@ -419,72 +454,135 @@ impl Quota {
 pub async fn run(cluster: &Cluster, campaign: &Campaign, progress: Arc<dyn Progress>) -> Report {
     let postgres = cluster.install().version.full.clone();
     let mut database = None;
-    let report = |outcome, history: Option<History>, figures, database: &Option<String>| Report {
-        outcome,
-        history,
-        figures,
-        postgres: postgres.clone(),
-        database: database.clone(),
-    };
-    let recorder = match prepare(cluster, campaign, &mut database).await {
-        Ok(r) => Arc::new(r),
-        Err(e) => {
-            return report(
-                Outcome::Infrastructure(e),
-                None,
-                Figures::default(),
-                &database,
-            )
+    match prepare(cluster, campaign, &mut database).await {
+        Ok(recording) => {
+            let stopped = recording.record(progress.clone()).await;
+            recording.judge(stopped, progress).await
         }
-    };
-    let started = Instant::now();
-    let failure = record(&recorder, campaign, progress.clone()).await;
-    let record_time = started.elapsed();
-    let finished = recorder.finish();
-    let history = match (failure, finished) {
-        (Some(e), finished) => {
-            let history = finished.ok();
-            let mut figures = history.as_ref().map(Figures::of).unwrap_or_default();
-            figures.record_time = record_time;
-            return report(stopped_by(e), history, figures, &database);
+        Err(e) => Report {
+            outcome: Outcome::Infrastructure(e),
+            history: None,
+            figures: Figures::default(),
+            postgres,
+            database,
+        },
+    }
+}
+
+/// A campaign ready to record: its target installed in a fresh database and its recorder
+/// open. Fault injectors run beside [`Recording::record`] (they reach the server through
+/// the recorder's nemesis events and their own connections) and may pause process slots.
+pub struct Recording {
+    campaign: Campaign,
+    recorder: Arc<Recorder>,
+    database: String,
+    postgres: String,
+    /// One pause switch per process slot (`true`: the slot makes no new step).
+    pauses: Vec<watch::Sender<bool>>,
+    started: Instant,
+}
+
+impl Recording {
+    /// The recorder: fault injectors record their nemesis events through it.
+    pub fn recorder(&self) -> &Arc<Recorder> {
+        &self.recorder
+    }
+
+    /// The database the campaign runs in.
+    pub fn database(&self) -> &str {
+        &self.database
+    }
+
+    pub fn campaign(&self) -> &Campaign {
+        &self.campaign
+    }
+
+    /// Pauses (`true`) or resumes (`false`) process slot `slot`: a paused slot finishes
+    /// the step it is in, then makes none until resumed, like a client process that
+    /// stopped (its leases run on). Whether the slot exists.
+    pub fn pause_slot(&self, slot: u32, paused: bool) -> bool {
+        match self.pauses.get(slot as usize) {
+            Some(switch) => {
+                switch.send_replace(paused);
+                true
+            }
+            None => false,
         }
-        (None, Err(e)) => {
-            return report(
-                Outcome::Infrastructure(InfraError::Recorder(e)),
-                None,
-                Figures::default(),
-                &database,
-            )
+    }
+
+    /// Runs the processes until the quota is spent (then the final inspect, when asked);
+    /// the first error that stopped one.
+    pub async fn record(&self, progress: Arc<dyn Progress>) -> Option<Stopped> {
+        let stopped = record(self, progress).await;
+        if stopped.is_some() || !self.campaign.final_inspect {
+            return stopped;
         }
-        (None, Ok(history)) => history,
-    };
-    progress.checking();
-    let mut figures = Figures::of(&history);
-    figures.record_time = record_time;
-    let options = CheckOptions {
-        budget: campaign.budget,
-        ..CheckOptions::default()
-    };
-    let checked = Instant::now();
-    let judged = tokio::task::spawn_blocking(move || {
-        let verdict = model::checker::check(&history, &options);
-        (history, verdict)
-    })
-    .await;
-    figures.check_time = checked.elapsed();
-    match judged {
-        Ok((history, verdict)) => report(Outcome::of(verdict), Some(history), figures, &database),
-        Err(e) => report(
-            Outcome::Infrastructure(InfraError::Task(format!("the check: {e}"))),
-            None,
+        let mut session = self.recorder.session();
+        for key in self.campaign.workload.key_names() {
+            if let Err(e) = session.call(&model::Op::inspect(key)).await {
+                return Some(Stopped::Recorder(e));
+            }
+        }
+        None
+    }
+
+    /// Ends the history and judges it.
+    pub async fn judge(self, stopped: Option<Stopped>, progress: Arc<dyn Progress>) -> Report {
+        let record_time = self.started.elapsed();
+        let postgres = self.postgres.clone();
+        let database = Some(self.database.clone());
+        let report = |outcome, history: Option<History>, figures| Report {
+            outcome,
+            history,
             figures,
-            &database,
-        ),
+            postgres: postgres.clone(),
+            database: database.clone(),
+        };
+        let finished = self.recorder.finish();
+        let history = match (stopped, finished) {
+            (Some(e), finished) => {
+                let history = finished.ok();
+                let mut figures = history.as_ref().map(Figures::of).unwrap_or_default();
+                figures.record_time = record_time;
+                return report(stopped_by(e), history, figures);
+            }
+            (None, Err(e)) => {
+                return report(
+                    Outcome::Infrastructure(InfraError::Recorder(e)),
+                    None,
+                    Figures::default(),
+                )
+            }
+            (None, Ok(history)) => history,
+        };
+        progress.checking();
+        let mut figures = Figures::of(&history);
+        figures.record_time = record_time;
+        let options = CheckOptions {
+            budget: self.campaign.budget,
+            ..CheckOptions::default()
+        };
+        let checked = Instant::now();
+        let judged = tokio::task::spawn_blocking(move || {
+            let verdict = model::checker::check(&history, &options);
+            (history, verdict)
+        })
+        .await;
+        figures.check_time = checked.elapsed();
+        match judged {
+            Ok((history, verdict)) => report(Outcome::of(verdict), Some(history), figures),
+            Err(e) => report(
+                Outcome::Infrastructure(InfraError::Task(format!("the check: {e}"))),
+                None,
+                figures,
+            ),
+        }
     }
 }
 
 /// Why recording stopped before its quota was spent.
-enum Stopped {
+#[derive(Debug)]
+pub enum Stopped {
     Recorder(RecorderError),
     /// A process task panicked or was cancelled.
     Task(String),
@@ -507,8 +605,18 @@ pub(crate) async fn install_target(
     target: Target,
     prefix: &str,
 ) -> Result<String, InfraError> {
-    let name = target.to_string();
     let files = target.files()?;
+    install_files(cluster, &files, &target.to_string(), prefix).await
+}
+
+/// Installs `files` into a fresh database of `cluster` named after `prefix`; its name.
+async fn install_files(
+    cluster: &Cluster,
+    files: &ExtensionFiles,
+    name: &str,
+    prefix: &str,
+) -> Result<String, InfraError> {
+    let name = name.to_string();
     files
         .install(cluster.install())
         .map_err(|source| InfraError::Install {
@@ -524,18 +632,18 @@ pub(crate) async fn install_target(
         })
 }
 
-/// Installs the target into a fresh database (checking the version `CREATE EXTENSION`
-/// installed), runs the session setup there and opens the recorder on it; `database` is
-/// set as soon as the database exists.
-async fn prepare(
+/// Installs the target (or the campaign's build) into a fresh database (checking the
+/// version `CREATE EXTENSION` installed), runs the session setup there and opens the
+/// recorder on it; `database` is set as soon as the database exists.
+pub async fn prepare(
     cluster: &Cluster,
     campaign: &Campaign,
     database: &mut Option<String>,
-) -> Result<Recorder, InfraError> {
+) -> Result<Recording, InfraError> {
     campaign.workload.validate()?;
     let target = campaign.target.to_string();
-    let files = campaign.target.files()?;
-    let db = install_target(cluster, campaign.target, "campaign").await?;
+    let files = campaign.files()?;
+    let db = install_files(cluster, &files, &target, "campaign").await?;
     *database = Some(db.clone());
     let admin = cluster
         .connect(&db)
@@ -550,10 +658,10 @@ async fn prepare(
             target: target.clone(),
             source: source.into(),
         })?;
-    if found.as_deref() != Some(campaign.target.version()) {
+    if found.as_deref() != Some(campaign.expected_version()) {
         return Err(InfraError::Version {
             target,
-            expected: campaign.target.version(),
+            expected: campaign.expected_version(),
             found,
         });
     }
@@ -565,13 +673,42 @@ async fn prepare(
             target: target.clone(),
             source,
         })?;
+    let config = match campaign.route {
+        Some(route) => routed_config(&db, route),
+        None => cluster.config(&db),
+    };
     let options = RecorderOptions {
         call_timeout: campaign.call_timeout,
         history_file: campaign.history_file.clone(),
         meta: meta(cluster, campaign),
+        connect_patience: campaign.connect_patience,
         session: campaign.session.clone(),
     };
-    Recorder::new(cluster.config(&db), options).map_err(InfraError::Recorder)
+    let recorder = Recorder::new(config, options).map_err(InfraError::Recorder)?;
+    Ok(Recording {
+        campaign: campaign.clone(),
+        recorder: Arc::new(recorder),
+        database: db,
+        postgres: cluster.install().version.full.clone(),
+        pauses: (0..campaign.workload.processes)
+            .map(|_| watch::channel(false).0)
+            .collect(),
+        started: Instant::now(),
+    })
+}
+
+/// The superuser config of [`Cluster::config`], reaching the cluster through `route`
+/// (a config's hosts are a list tried in order: the cluster's own must not be in it).
+fn routed_config(db: &str, route: SocketAddr) -> tokio_postgres::Config {
+    let mut config = tokio_postgres::Config::new();
+    config
+        .host(route.ip().to_string())
+        .port(route.port())
+        .user(crate::pg::SUPERUSER)
+        .dbname(db)
+        .application_name("leasecheck")
+        .connect_timeout(Duration::from_secs(10));
+    config
 }
 
 /// The facts of the run, for the history's header.
@@ -580,8 +717,12 @@ fn meta(cluster: &Cluster, campaign: &Campaign) -> BTreeMap<String, serde_json::
         Length::Ops(n) => serde_json::json!({"ops": n}),
         Length::Time(t) => serde_json::json!({"seconds": t.as_secs_f64()}),
     };
+    let target = match &campaign.build {
+        Some(build) => format!("{} (as extension {})", campaign.target, build.name),
+        None => campaign.target.to_string(),
+    };
     BTreeMap::from([
-        ("target".to_string(), campaign.target.to_string().into()),
+        ("target".to_string(), target.into()),
         (
             "postgres".to_string(),
             cluster.install().version.full.clone().into(),
@@ -595,11 +736,8 @@ fn meta(cluster: &Cluster, campaign: &Campaign) -> BTreeMap<String, serde_json::
 }
 
 /// Runs the processes until the quota is spent; the first error that stopped one.
-async fn record(
-    recorder: &Arc<Recorder>,
-    campaign: &Campaign,
-    progress: Arc<dyn Progress>,
-) -> Option<Stopped> {
+async fn record(recording: &Recording, progress: Arc<dyn Progress>) -> Option<Stopped> {
+    let campaign = &recording.campaign;
     let quota = Arc::new(Quota {
         length: campaign.length,
         start: Instant::now(),
@@ -610,14 +748,18 @@ async fn record(
     let workload = Arc::new(campaign.workload.clone());
     let mut tasks = tokio::task::JoinSet::new();
     for slot in 0..campaign.workload.processes {
+        let Some(pause) = recording.pauses.get(slot as usize) else {
+            continue;
+        };
         let process = Process {
             slot,
-            session: recorder.session(),
+            session: recording.recorder.session(),
             plan: ProcessPlan::new(campaign.seed, slot),
             memory: Memory::default(),
             workload: Arc::clone(&workload),
             quota: Arc::clone(&quota),
             progress: Arc::clone(&progress),
+            pause: pause.subscribe(),
         };
         tasks.spawn(process.run());
     }
@@ -646,6 +788,8 @@ struct Process {
     workload: Arc<Workload>,
     quota: Arc<Quota>,
     progress: Arc<dyn Progress>,
+    /// `true` while the slot is paused by a fault injector.
+    pause: watch::Receiver<bool>,
 }
 
 impl Process {
@@ -660,6 +804,9 @@ impl Process {
     async fn steps(&mut self) -> Result<(), RecorderError> {
         let me = self.workload.owner(self.slot);
         loop {
+            // A paused client makes no step (a closed switch, at the end of the run, is
+            // never paused).
+            let _ = self.pause.wait_for(|paused| !*paused).await;
             match self.plan.next(&self.workload, self.session.txn().is_some()) {
                 Step::Begin(isolation) => {
                     if !self.quota.claim_peek() {
@@ -693,6 +840,15 @@ impl Process {
         }
         Ok(())
     }
+}
+
+/// How many nemesis events of each fault a history holds.
+pub fn fault_counts(history: &History) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for n in &history.nemeses {
+        *counts.entry(n.fault.clone()).or_insert(0) += 1;
+    }
+    counts
 }
 
 /// The history file for a run labelled `label` in `$LEASECHECK_HISTORY_DIR`, when that is
@@ -816,6 +972,7 @@ pub fn verdict_json_of(
             "process_ids": f.process_ids,
             "partitions": partitions,
             "search_states": states,
+            "faults": report.history.as_ref().map(fault_counts).unwrap_or_default(),
         },
         "target": facts.target,
         "postgres": report.postgres,

@@ -17,6 +17,12 @@
 //!   connection when the transaction id is known.
 //! - Every call has a client-side timeout; a call that times out is cancelled and recorded
 //!   unknown.
+//! - Restarts ([`Recorder::nemesis_start_restart`]): every connection opened before a
+//!   restart began belongs to the old server. A session whose connection is that old is
+//!   retired before its next statement is sent (its open transaction, which the restart
+//!   rolled back, is recorded `rollback`), and new connections wait until the restart has
+//!   ended. So the only calls a restart leaves unknown are those in flight when it began,
+//!   which the checker knows cannot take effect after it.
 //! - Session settings ([`RecorderOptions::session`]): every connection starts with them,
 //!   and keys and owners reach the calls through their collation when they name one
 //!   (on the argument or from a source column), in the same single SELECT.
@@ -84,6 +90,11 @@ pub struct RecorderOptions {
     pub history_file: Option<PathBuf>,
     /// The header's `meta`: facts about the run.
     pub meta: BTreeMap<String, serde_json::Value>,
+    /// How long a new connection keeps being tried (every [`RETRY_INTERVAL`]) before the
+    /// session gives up with [`RecorderError::Connect`]: zero tries once. Runs with faults
+    /// that make the server unreachable for a while (a pause, a blackhole) set it above
+    /// the longest such fault.
+    pub connect_patience: Duration,
     /// Every session (and the fresh connection that resolves a lost COMMIT) starts with
     /// these settings, and passes keys and owners through their collation if they name
     /// one. Their `setup` is not run here: the database must already have it.
@@ -96,10 +107,15 @@ impl Default for RecorderOptions {
             call_timeout: Duration::from_secs(10),
             history_file: None,
             meta: BTreeMap::new(),
+            connect_patience: Duration::ZERO,
             session: SessionSettings::none(),
         }
     }
 }
+
+/// The pause between two attempts to connect while [`RecorderOptions::connect_patience`]
+/// lasts.
+pub const RETRY_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Records one history against one database. Its sessions share it through an `Arc`;
 /// [`Recorder::finish`] ends the history.
@@ -114,6 +130,12 @@ pub struct Recorder {
     next_txn: AtomicU64,
     next_nemesis: AtomicU64,
     store: Mutex<Option<store::Store>>,
+    connect_patience: Duration,
+    /// Restarts begun so far: a connection opened in an earlier generation belongs to a
+    /// server that has since gone away.
+    generation: AtomicU64,
+    /// `true` while a restart is in progress: new connections wait for its end.
+    restarting: tokio::sync::watch::Sender<bool>,
 }
 
 /// A nemesis event that has started and not yet ended ([`Recorder::nemesis_start`]).
@@ -123,6 +145,15 @@ pub struct NemesisStarted {
     id: u64,
     fault: String,
     start: Nanos,
+    /// Started by [`Recorder::nemesis_start_restart`]: its end reopens connections.
+    restart: bool,
+}
+
+impl NemesisStarted {
+    /// When the fault started, on the recorder's clock.
+    pub fn start(&self) -> Nanos {
+        self.start
+    }
 }
 
 impl Recorder {
@@ -143,6 +174,9 @@ impl Recorder {
             next_txn: AtomicU64::new(1),
             next_nemesis: AtomicU64::new(1),
             store: Mutex::new(Some(store)),
+            connect_patience: options.connect_patience,
+            generation: AtomicU64::new(0),
+            restarting: tokio::sync::watch::channel(false).0,
         })
     }
 
@@ -171,6 +205,24 @@ impl Recorder {
             id: self.next_nemesis.fetch_add(1, Ordering::Relaxed),
             fault: fault.to_string(),
             start: self.now(),
+            restart: false,
+        }
+    }
+
+    /// A fault injector is about to stop the server (a crash, a shutdown) and start it
+    /// again: every connection opened so far is stale from now on, and new ones wait until
+    /// [`Recorder::nemesis_end`] of the returned event. End it with a
+    /// [`NemesisEffect::Restart`], or with [`NemesisEffect::None`] if the server was never
+    /// stopped.
+    pub fn nemesis_start_restart(&self, fault: &str) -> NemesisStarted {
+        self.restarting.send_replace(true);
+        // The generation moves before the start instant is taken: a call whose invoke is
+        // later than the start sees the new generation and is not sent on an old
+        // connection (see `Session::fresh_conn`).
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        NemesisStarted {
+            restart: true,
+            ..self.nemesis_start(fault)
         }
     }
 
@@ -181,6 +233,7 @@ impl Recorder {
         effect: NemesisEffect,
         detail: impl Into<String>,
     ) -> Result<(), RecorderError> {
+        let restart = started.restart;
         let record = NemesisRecord {
             id: started.id,
             fault: started.fault,
@@ -189,7 +242,23 @@ impl Recorder {
             effect,
             detail: detail.into(),
         };
-        self.with_store(|s| s.nemesis(record))
+        let recorded = self.with_store(|s| s.nemesis(record));
+        if restart {
+            self.restarting.send_replace(false);
+        }
+        recorded
+    }
+
+    /// Restarts begun so far.
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Waits until no restart is in progress (at most `limit`); whether none is.
+    async fn server_up(&self, limit: Duration) -> bool {
+        let mut down = self.restarting.subscribe();
+        let up = tokio::time::timeout(limit, down.wait_for(|restarting| !*restarting)).await;
+        matches!(up, Ok(Ok(_)))
     }
 
     /// The clock-independent lapse: the lease on `key`, if held and live, expires at the
@@ -279,8 +348,47 @@ impl Recorder {
         Ok(client)
     }
 
-    /// A session's connection: a new process id, with the calls prepared.
+    /// A plain connection, tried every [`RETRY_INTERVAL`] until the connect patience is
+    /// spent; the last error.
+    async fn open_patiently(&self) -> Result<Client, tokio_postgres::Error> {
+        let deadline = Instant::now() + self.connect_patience;
+        loop {
+            match self.open().await {
+                Ok(client) => return Ok(client),
+                Err(e) if Instant::now() >= deadline => return Err(e),
+                Err(_) => tokio::time::sleep(RETRY_INTERVAL).await,
+            }
+        }
+    }
+
+    /// A session's connection, tried until the connect patience is spent (waiting first
+    /// for a restart in progress to end).
     async fn connect(&self) -> Result<Conn, RecorderError> {
+        let deadline = Instant::now() + self.connect_patience;
+        loop {
+            let waited = self
+                .server_up(self.connect_patience + self.call_timeout)
+                .await;
+            let generation = self.generation();
+            let attempt = match waited {
+                true => self.connect_once(generation).await,
+                false => Err(RecorderError::Connect {
+                    detail: "a restart of the server did not end in time".into(),
+                    source: None,
+                }),
+            };
+            match attempt {
+                Ok(conn) => return Ok(conn),
+                Err(RecorderError::Connect { .. }) if Instant::now() < deadline => {
+                    tokio::time::sleep(RETRY_INTERVAL).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One attempt at a session's connection: a new process id, with the calls prepared.
+    async fn connect_once(&self, generation: u64) -> Result<Conn, RecorderError> {
         let connect_error = |e: tokio_postgres::Error| RecorderError::Connect {
             detail: describe(&e),
             source: Some(e),
@@ -308,6 +416,7 @@ impl Recorder {
             process: self.next_process.fetch_add(1, Ordering::Relaxed),
             backend_pid,
             statements,
+            generation,
         })
     }
 
@@ -315,10 +424,14 @@ impl Recorder {
     /// `Commit` or `Rollback`, or `None` when it cannot tell (no connection, the id is too
     /// old, or the transaction is still in progress after the call timeout).
     pub async fn resolve_xact(&self, xid: &str) -> Option<TxnEnd> {
-        let client = tokio::time::timeout(self.call_timeout, self.open())
+        // A COMMIT lost in a crash is resolved once the server is back.
+        if !self
+            .server_up(self.connect_patience + self.call_timeout)
             .await
-            .ok()?
-            .ok()?;
+        {
+            return None;
+        }
+        let client = self.open_patiently().await.ok()?;
         let deadline = Instant::now() + self.call_timeout;
         loop {
             let status = tokio::time::timeout(
@@ -349,6 +462,8 @@ struct Conn {
     process: ProcessId,
     backend_pid: i32,
     statements: sql::Statements,
+    /// The recorder's restart generation when it connected.
+    generation: u64,
 }
 
 /// The explicit transaction a session has open.
@@ -416,21 +531,55 @@ impl Session {
     /// Connects if the session has no connection (its first call, or after a retirement):
     /// a new connection is a new process.
     pub async fn connect(&mut self) -> Result<(), RecorderError> {
+        self.retire_if_stale()?;
         if self.conn.is_none() {
             self.conn = Some(self.recorder.connect().await?);
         }
         Ok(())
     }
 
+    /// Whether the session's connection was opened before the latest restart began.
+    fn is_stale(&self) -> bool {
+        self.conn
+            .as_ref()
+            .is_some_and(|c| c.generation != self.recorder.generation())
+    }
+
+    /// Retires a stale connection; its open transaction was rolled back by the restart
+    /// (nothing more is sent on it), and is recorded so.
+    fn retire_if_stale(&mut self) -> Result<(), RecorderError> {
+        if !self.is_stale() {
+            return Ok(());
+        }
+        self.retire();
+        match self.txn.take() {
+            Some(txn) => self.record_end(&txn, TxnEnd::Rollback, self.recorder.now()),
+            None => Ok(()),
+        }
+    }
+
+    /// Connects as needed and returns the invoke instant of the statement about to be
+    /// sent. The generation is read again after the instant is taken: a restart that began
+    /// before the invoke always makes the statement go to a new connection, so that only
+    /// statements already in flight when a restart begins are lost in it.
+    async fn fresh_conn(&mut self) -> Result<Nanos, RecorderError> {
+        loop {
+            self.connect().await?;
+            let invoke = self.recorder.now();
+            if !self.is_stale() {
+                return Ok(invoke);
+            }
+        }
+    }
+
     /// Runs `op`, records it and returns the record.
     pub async fn call(&mut self, op: &Op<String, String>) -> Result<OpRecord, RecorderError> {
-        self.connect().await?;
+        let invoke = self.fresh_conn().await?;
         let Some(conn) = self.conn.as_ref() else {
             return Err(not_connected("a call"));
         };
         let process = conn.process;
         let id: OpId = self.recorder.next_op.fetch_add(1, Ordering::Relaxed);
-        let invoke = self.recorder.now();
         let answered = tokio::time::timeout(self.recorder.call_timeout, sql::call(conn, op)).await;
         let complete = self.recorder.now();
         let (server, result, xid) = match answered {
@@ -464,9 +613,8 @@ impl Session {
         if self.txn.is_some() {
             return Err(misuse("BEGIN", "a transaction is already open"));
         }
-        self.connect().await?;
+        let begin = self.fresh_conn().await?;
         let process = self.process().ok_or_else(|| not_connected("BEGIN"))?;
-        let begin = self.recorder.now();
         let statement = format!("BEGIN ISOLATION LEVEL {}", isolation.sql().to_uppercase());
         match self.batch(&statement).await {
             Answered::Yes(()) => {
@@ -499,6 +647,12 @@ impl Session {
     pub async fn commit(&mut self) -> Result<TxnEnd, RecorderError> {
         let txn = self.take_txn("COMMIT")?;
         let end_invoke = self.recorder.now();
+        if self.is_stale() {
+            // A restart began before COMMIT would be sent: it rolled the transaction back.
+            self.retire();
+            self.record_end(&txn, TxnEnd::Rollback, end_invoke)?;
+            return Ok(TxnEnd::Rollback);
+        }
         let end = match self.batch("COMMIT").await {
             Answered::Yes(()) => TxnEnd::Commit,
             Answered::Error(e) => match fate::fate(&e) {
@@ -520,7 +674,11 @@ impl Session {
     pub async fn rollback(&mut self) -> Result<TxnEnd, RecorderError> {
         let txn = self.take_txn("ROLLBACK")?;
         let end_invoke = self.recorder.now();
-        self.abort_on_server().await?;
+        if self.is_stale() {
+            self.retire();
+        } else {
+            self.abort_on_server().await?;
+        }
         self.record_end(&txn, TxnEnd::Rollback, end_invoke)?;
         Ok(TxnEnd::Rollback)
     }

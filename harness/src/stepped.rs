@@ -229,6 +229,7 @@ async fn prepare(
         history_file: options.history_file.clone(),
         meta: meta(stage, plan),
         session: Default::default(),
+        ..RecorderOptions::default()
     };
     let recorder = Recorder::new(stage.cluster.config(&stage.db), recorder_options)
         .map_err(InfraError::Recorder)?;

@@ -8,11 +8,11 @@
 mod common;
 
 use common::*;
-use failure::proxy::Proxy;
 use lockstore::{
     classify, translate, ContentionReason, Fault, LockStore, PostgresLockStore, StoreError,
     StoreOptions, Verdict,
 };
+use nemesis::proxy::Proxy;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio_postgres::error::SqlState;

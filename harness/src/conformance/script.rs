@@ -42,6 +42,7 @@ impl Script {
             history_file: None,
             meta,
             session: ctx.session.clone(),
+            ..RecorderOptions::default()
         };
         let recorder = Recorder::new(cluster.config(db), options)
             .map_err(|e| format!("cannot record: {e}"))?;

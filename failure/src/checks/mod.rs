@@ -1,0 +1,436 @@
+//! The named checks: one per [`Fault`], each with its negative control.
+//!
+//! A check starts its own throwaway cluster, installs this checkout's pg_lease under a name
+//! of its own ([`crate::builds::UNDER_TEST`]), drives a situation with its fault injected
+//! into a recorded history, and passes only when
+//! - the fault was really injected (else [`CheckFailure::Infrastructure`], never a pass),
+//! - the checker judges the whole history linearizable, and
+//! - the situation's own expectations hold (the evidence lines say what was seen).
+//!
+//! A negative control ([`control`]) runs the same check against a broken build, or judges
+//! the history with one answer changed to what a broken server would have answered, or
+//! makes the fault miss; it passes only by the failure it names ([`Expect`]).
+
+mod campaigns;
+mod rig;
+mod scripted;
+
+use crate::builds::BrokenBuild;
+use crate::error::FaultError;
+use crate::fault::Fault;
+use harness::pg::PgInstall;
+use model::checker::Violation;
+use model::{History, Invariant, Verdict};
+use std::fmt;
+
+/// What a passing check saw.
+#[derive(Debug)]
+pub struct Passed {
+    pub fault: Fault,
+    pub postgres: String,
+    /// The checker's verdict line.
+    pub verdict: String,
+    /// What the fault hit and what the situation showed.
+    pub evidence: Vec<String>,
+    pub history: Option<History>,
+}
+
+/// Why a check did not pass.
+#[derive(Debug)]
+pub enum CheckFailure {
+    /// The checker found the history not linearizable.
+    Violation(Box<Violation>),
+    /// An expectation of the situation broke (a finding about the target).
+    Unexpected(String),
+    /// The checker's budget ran out: never a pass.
+    Unknown(String),
+    /// The fault could not be injected, or the machinery failed: not a finding.
+    Infrastructure(FaultError),
+}
+
+impl From<FaultError> for CheckFailure {
+    fn from(e: FaultError) -> Self {
+        CheckFailure::Infrastructure(e)
+    }
+}
+
+impl fmt::Display for CheckFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CheckFailure::Violation(v) => write!(f, "{v}"),
+            CheckFailure::Unexpected(what) => write!(f, "UNEXPECTED: {what}"),
+            CheckFailure::Unknown(what) => write!(f, "{what}"),
+            CheckFailure::Infrastructure(e) => {
+                write!(
+                    f,
+                    "INFRASTRUCTURE FAILURE (not a finding about the target): {e}"
+                )
+            }
+        }
+    }
+}
+
+impl CheckFailure {
+    /// `violation`, `unexpected`, `unknown` or `infrastructure`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            CheckFailure::Violation(_) => "violation",
+            CheckFailure::Unexpected(_) => "unexpected",
+            CheckFailure::Unknown(_) => "unknown",
+            CheckFailure::Infrastructure(_) => "infrastructure",
+        }
+    }
+}
+
+pub type CheckResult = Result<Passed, CheckFailure>;
+
+/// How a negative control breaks the check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Breakage {
+    /// Run against this broken build (with the check's own server settings).
+    Build(BrokenBuild),
+    /// Run against the shipped build, then judge the history with one answer changed to
+    /// what a server with the named defect would have answered.
+    Doctored(Doctor),
+    /// Let the fault miss (the clients do not reach the proxy).
+    FaultMisses,
+}
+
+/// The history edits of doctored controls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Doctor {
+    /// The first inspect after the first restart shows the key never leased: committed
+    /// state lost in a restart.
+    LostInRestart,
+    /// The terminated (or rolled-back) transaction recorded as committed: its writes kept.
+    AbortedKept,
+    /// The resolved ends of the crashed COMMITs swapped (committed <-> rolled back).
+    ResolutionSwapped,
+    /// The first grant of a key after an applied lapse of it answered `denied` (a
+    /// blocking acquire: its wait timed out) instead: the lapse ignored (the checker must
+    /// know the key was lapsed).
+    LapseIgnored,
+    /// The final inspect shows the owner of the cancelled call holding the key: the
+    /// cancelled statement's write kept.
+    CancelledWriteKept,
+}
+
+/// What a control must fail with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// A violation of one of these invariants.
+    Violation(&'static [Invariant]),
+    /// An expectation of the situation broken (its message contains the text).
+    Unexpected(&'static str),
+    /// A typed infrastructure failure: the fault was not injected.
+    NotInjected,
+}
+
+/// A negative control of a check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Control {
+    pub breakage: Breakage,
+    pub expects: Expect,
+}
+
+impl fmt::Display for Expect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expect::Violation(list) => {
+                let numbers: Vec<String> = list.iter().map(|i| i.number().to_string()).collect();
+                write!(f, "a violation of inv {}", numbers.join("/"))
+            }
+            Expect::Unexpected(text) => write!(f, "a broken expectation ({text:?})"),
+            Expect::NotInjected => f.write_str("fault not injected (typed infrastructure failure)"),
+        }
+    }
+}
+
+impl fmt::Display for Breakage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Breakage::Build(b) => match b.mutant() {
+                Some(m) => write!(f, "mutant {}", m.name),
+                None => write!(f, "{b:?} (stale)"),
+            },
+            Breakage::Doctored(d) => write!(f, "history doctored ({d:?})"),
+            Breakage::FaultMisses => f.write_str("clients around the proxy"),
+        }
+    }
+}
+
+/// Invariants a lost committed write can show as.
+const LOST_WRITE: &[Invariant] = &[
+    Invariant::DurabilityAndTimeAuthority,
+    Invariant::EpochNeverDecreases,
+    Invariant::GrantEpochFresh,
+    Invariant::MutualExclusion,
+    Invariant::InspectConsistent,
+    Invariant::LapseIsFinal,
+    Invariant::RenewKeepsEpoch,
+    Invariant::ReleaseAdvancesEpoch,
+    Invariant::PrecedenceAndIsolation,
+    Invariant::FailClosed,
+];
+/// Invariants a write that should not have happened (or a success that should have been
+/// refused) can show as.
+const KEPT_WRITE: &[Invariant] = LOST_WRITE;
+/// A renew (or release) that succeeded after a lapse: the checker names the first broken
+/// invariant it meets (lapse is final, the precedence of lapsed over ok, the overlap with
+/// a takeover, or the server clock's authority).
+const RENEW_AFTER_LAPSE: &[Invariant] = &[
+    Invariant::LapseIsFinal,
+    Invariant::PrecedenceAndIsolation,
+    Invariant::MutualExclusion,
+    Invariant::DurabilityAndTimeAuthority,
+];
+
+/// An acquire of a lapsed key answered `denied`.
+const LAPSE_IGNORED: &[Invariant] = &[
+    Invariant::LapseIsFinal,
+    Invariant::PrecedenceAndIsolation,
+    Invariant::InspectConsistent,
+    Invariant::MutualExclusion,
+];
+
+/// The negative control of `fault`'s check.
+pub fn control(fault: Fault) -> Control {
+    use Breakage as B;
+    let (breakage, expects) = match fault {
+        Fault::Crash | Fault::RestartImmediate => (
+            B::Build(BrokenBuild::UnloggedTable),
+            Expect::Violation(LOST_WRITE),
+        ),
+        Fault::SyncCommitOffCrash => (
+            B::Build(BrokenBuild::NoDurableCommit),
+            Expect::Violation(LOST_WRITE),
+        ),
+        Fault::RestartFast => (
+            B::Doctored(Doctor::LostInRestart),
+            Expect::Violation(LOST_WRITE),
+        ),
+        Fault::Terminate | Fault::AbortAfterAcquire => (
+            B::Doctored(Doctor::AbortedKept),
+            Expect::Violation(KEPT_WRITE),
+        ),
+        Fault::CommitCrash => (
+            B::Doctored(Doctor::ResolutionSwapped),
+            Expect::Violation(KEPT_WRITE),
+        ),
+        Fault::Cancel | Fault::StatementTimeout => (
+            B::Build(BrokenBuild::CancelledWaitGrants),
+            Expect::Violation(&[Invariant::MutualExclusion, Invariant::GrantEpochFresh]),
+        ),
+        Fault::LockTimeout => (
+            B::Doctored(Doctor::CancelledWriteKept),
+            Expect::Violation(KEPT_WRITE),
+        ),
+        // Leases of the lapse campaign are taken over by whoever comes first: whether an
+        // old holder renews before a takeover is a race, a doctored grant is not.
+        Fault::Lapse => (
+            B::Doctored(Doctor::LapseIgnored),
+            Expect::Violation(LAPSE_IGNORED),
+        ),
+        Fault::ClientPause | Fault::ShortTtl | Fault::DowntimeExpiry | Fault::ServerPause => (
+            B::Build(BrokenBuild::RenewIgnoresExpiry),
+            Expect::Violation(RENEW_AFTER_LAPSE),
+        ),
+        Fault::CutClose | Fault::CutReset | Fault::CutBlackhole => {
+            (B::FaultMisses, Expect::NotInjected)
+        }
+        Fault::WaitWake => (B::Build(BrokenBuild::SlowWake), Expect::Unexpected("woke")),
+    };
+    Control { breakage, expects }
+}
+
+/// Whether `result` is the failure `expects` names.
+pub fn caught(expects: Expect, result: &CheckResult) -> bool {
+    match (expects, result) {
+        (Expect::Violation(allowed), Err(CheckFailure::Violation(v))) => {
+            allowed.contains(&v.invariant)
+        }
+        (Expect::Unexpected(text), Err(CheckFailure::Unexpected(what))) => what.contains(text),
+        (
+            Expect::NotInjected,
+            Err(CheckFailure::Infrastructure(FaultError::NotInjected { .. })),
+        ) => true,
+        _ => false,
+    }
+}
+
+/// Runs `fault`'s check on `install` (the shipped build), or its negative control.
+pub async fn run(fault: Fault, install: &PgInstall, breakage: Option<Breakage>) -> CheckResult {
+    match fault {
+        Fault::Crash
+        | Fault::RestartImmediate
+        | Fault::RestartFast
+        | Fault::SyncCommitOffCrash
+        | Fault::ServerPause
+        | Fault::CutClose
+        | Fault::CutReset
+        | Fault::CutBlackhole
+        | Fault::Lapse => campaigns::run(fault, install, breakage).await,
+        _ => scripted::run(fault, install, breakage).await,
+    }
+}
+
+/// `fault`'s doctored control judged on the history of its passed check (the doctored
+/// controls need no run of their own); `None` when its control is not a doctored one.
+pub fn doctored_control(fault: Fault, passed: &Passed) -> Option<CheckResult> {
+    let Breakage::Doctored(d) = control(fault).breakage else {
+        return None;
+    };
+    let mut history = passed.history.clone()?;
+    if !doctor(&mut history, d) {
+        return Some(Err(FaultError::not_injected(
+            fault.name(),
+            "the history has nothing the doctored control applies to",
+        )
+        .into()));
+    }
+    Some(judge(&history).map(|verdict| Passed {
+        fault,
+        postgres: passed.postgres.clone(),
+        verdict,
+        evidence: vec![format!("{d:?} applied to the check's history")],
+        history: Some(history),
+    }))
+}
+
+/// Judges `history`; linearizable or the failure.
+pub(crate) fn judge(history: &History) -> Result<String, CheckFailure> {
+    let options = model::CheckOptions {
+        budget: model::Budget {
+            time: Some(std::time::Duration::from_secs(60)),
+            states: Some(5_000_000),
+        },
+        ..model::CheckOptions::default()
+    };
+    match model::checker::check(history, &options) {
+        Verdict::Linearizable(s) => Ok(Verdict::Linearizable(s).to_string()),
+        Verdict::Violation(v) => Err(CheckFailure::Violation(v)),
+        unknown @ Verdict::Unknown(_) => Err(CheckFailure::Unknown(unknown.to_string())),
+    }
+}
+
+/// The edit of `doctor` applied to `history`; false when the history has nothing it
+/// applies to (the control cannot be made: an infrastructure failure).
+pub(crate) fn doctor(history: &mut History, doctor: Doctor) -> bool {
+    use model::{NemesisEffect, OpResult, Outcome, TxnEnd};
+    match doctor {
+        Doctor::LostInRestart => {
+            let Some(restart) = history
+                .nemeses
+                .iter()
+                .filter(|n| matches!(n.effect, NemesisEffect::Restart { .. }))
+                .map(|n| n.end)
+                .min()
+            else {
+                return false;
+            };
+            let first_held_inspect = history
+                .ops
+                .iter_mut()
+                .filter(|o| o.invoke > restart)
+                .filter(|o| {
+                    matches!(&o.result, OpResult::Ok(Outcome::Inspected(Some(r))) if r.epoch > 0)
+                })
+                .min_by_key(|o| o.invoke);
+            match first_held_inspect {
+                Some(op) => {
+                    op.result = OpResult::Ok(Outcome::Inspected(None));
+                    true
+                }
+                None => false,
+            }
+        }
+        Doctor::AbortedKept => match history.txns.iter_mut().find(|t| t.end == TxnEnd::Rollback) {
+            Some(t) => {
+                t.end = TxnEnd::Commit;
+                true
+            }
+            None => false,
+        },
+        Doctor::ResolutionSwapped => {
+            let mut swapped = 0;
+            for t in history.txns.iter_mut() {
+                t.end = match t.end {
+                    TxnEnd::Commit => TxnEnd::Rollback,
+                    TxnEnd::Rollback => TxnEnd::Commit,
+                    TxnEnd::Unknown => TxnEnd::Unknown,
+                };
+                swapped += 1;
+            }
+            swapped > 0
+        }
+        Doctor::LapseIgnored => lapse_ignored(history),
+        Doctor::CancelledWriteKept => {
+            let Some(cancelled) = history
+                .ops
+                .iter()
+                .find(|o| matches!(&o.result, OpResult::Fail { sqlstate, .. } if sqlstate == "55P03" || sqlstate == "57014"))
+                .cloned()
+            else {
+                return false;
+            };
+            let owner = match &cancelled.call {
+                model::Op::Acquire { owner, .. } => owner.clone(),
+                _ => None,
+            };
+            let last_inspect = history
+                .ops
+                .iter_mut()
+                .filter(|o| o.invoke > cancelled.complete && o.call.key() == cancelled.call.key())
+                .filter(|o| matches!(&o.result, OpResult::Ok(Outcome::Inspected(Some(_)))))
+                .max_by_key(|o| o.invoke);
+            match (last_inspect, owner) {
+                (Some(op), Some(owner)) => {
+                    if let OpResult::Ok(Outcome::Inspected(Some(row))) = &mut op.result {
+                        row.owner = Some(owner);
+                        row.held = true;
+                    }
+                    true
+                }
+                _ => false,
+            }
+        }
+    }
+}
+
+/// [`Doctor::LapseIgnored`]: whether a grant to change was found.
+fn lapse_ignored(history: &mut History) -> bool {
+    use model::{NemesisEffect, Op, OpResult, Outcome};
+    let lapses: Vec<(String, u64)> = history
+        .nemeses
+        .iter()
+        .filter_map(|n| match &n.effect {
+            NemesisEffect::Lapse {
+                key,
+                applied: Some(true),
+                ..
+            } => Some((key.clone(), n.end)),
+            _ => None,
+        })
+        .collect();
+    for (key, end) in lapses {
+        let grant = history
+            .ops
+            .iter_mut()
+            .filter(|o| o.invoke > end && o.txn.is_none())
+            .filter(|o| matches!(&o.call, Op::Acquire { key: Some(k), .. } if *k == key))
+            .min_by_key(|o| o.invoke);
+        let Some(op) = grant else { continue };
+        if !matches!(op.result, OpResult::Ok(Outcome::Acquired { .. })) {
+            continue;
+        }
+        let blocking = matches!(&op.call, Op::Acquire { wait: Some(w), .. }
+            if w.micros != 0 || w.days != 0 || w.months != 0);
+        // What each kind of acquire answers when the key is held by another owner.
+        op.result = OpResult::Ok(match blocking {
+            true => Outcome::Timeout,
+            false => Outcome::Denied,
+        });
+        return true;
+    }
+    false
+}
