@@ -62,10 +62,30 @@ pub fn image_exists(name: &str) -> anyhow::Result<bool> {
     Ok(status.success())
 }
 
+/// Fails with what to do when no Docker daemon answers (an absent image would otherwise
+/// look like one to build, and the build would fail late, at `docker import`).
+pub fn ensure_daemon() -> anyhow::Result<()> {
+    let answered = Command::new("docker")
+        .args(["info", "--format", "{{.ServerVersion}}"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !answered {
+        bail!(
+            "no Docker daemon answers: install docker.io and start the daemon \
+             (as root: `dockerd &`), then run this again"
+        );
+    }
+    Ok(())
+}
+
 fn build(args: &BuildArgs) -> anyhow::Result<()> {
     if harness::pg::pinned(args.major).is_none() {
         bail!("PostgreSQL {} is not supported (14-18)", args.major);
     }
+    ensure_daemon()?;
     if args.official {
         let name = format!("postgres:{}", args.major);
         return streamed(

@@ -3,9 +3,9 @@
 mod bench_cmd;
 mod check_cmd;
 mod check_history_cmd;
+mod faults_cmd;
 mod gate;
 mod image_cmd;
-mod faults_cmd;
 mod model_cmd;
 mod mutants_cmd;
 
