@@ -8,7 +8,7 @@ use crate::proxy::Proxy;
 use crate::server::{Server, Stop};
 use chrono::{DateTime, Utc};
 use harness::campaign::Recording;
-use harness::recorder::Recorder;
+use harness::recorder::{Recorder, RecorderError};
 use model::{NemesisEffect, Span, Ts};
 use std::sync::Arc;
 use std::time::Duration;
@@ -314,42 +314,16 @@ impl<'a> Reach<'a> {
         }
     }
 
-    /// The clock-independent lapse: the lease on `key`, if held and live, expires now
-    /// (`harness::client::expire`, as the superuser). Records whether a row was changed
-    /// and the server window around the step. Returns that answer (`None`: lost).
+    /// The clock-independent lapse: the lease on `key`, if held and live, expires now, as
+    /// the superuser ([`harness::recorder::Recorder::lapse_on`] records it). Returns whether
+    /// a row was changed (`None`: the answer was lost); a refusal is not injected.
     pub async fn lapse(&self, key: &str) -> Result<Option<bool>, FaultError> {
         let admin = self.admin().await?;
-        let started = self.recorder.nemesis_start(Fault::Lapse.name());
-        let t0 = self.server_now(&admin).await;
-        let applied = harness::client::expire(&admin, key).await;
-        let t1 = self.server_now(&admin).await;
-        let (server, applied) = match (t0, applied, t1) {
-            (Ok(t0), Ok(applied), Ok(t1)) => (Span::new(t0, t1).ok(), Some(applied)),
-            (_, Err(e), _) if !e.is_unknown() => {
-                // A definite refusal of the step is the injector's own bug.
-                let _ = self.recorder.nemesis_end(
-                    started,
-                    NemesisEffect::Lapse {
-                        key: key.to_string(),
-                        server: None,
-                        applied: Some(false),
-                    },
-                    format!("refused: {e}"),
-                );
-                return Err(FaultError::not_injected("lapse", e.to_string()));
+        match self.recorder.lapse_on(&admin, key).await {
+            Err(RecorderError::Lapse { detail, .. }) => {
+                Err(FaultError::not_injected(Fault::Lapse.name(), detail))
             }
-            (_, Ok(applied), _) => (None, Some(applied)),
-            _ => (None, None),
-        };
-        self.recorder.nemesis_end(
-            started,
-            NemesisEffect::Lapse {
-                key: key.to_string(),
-                server,
-                applied,
-            },
-            format!("expire {key:?} (injected lapse)"),
-        )?;
-        Ok(applied)
+            other => Ok(other?),
+        }
     }
 }

@@ -261,49 +261,61 @@ impl Recorder {
         matches!(up, Ok(Ok(_)))
     }
 
-    /// The clock-independent lapse: the lease on `key`, if held and live, expires at the
-    /// server's current time ([`crate::client::expire`], on a connection of its own as the
-    /// recorder's role, which must be allowed to write `lease.leases`). Recorded as a
-    /// `lapse` nemesis event with the server window around the step; returns whether a
-    /// live lease was found (`None`: the answer was lost, which the checker allows for).
+    /// The clock-independent lapse on a connection of the recorder's own (its role must be
+    /// allowed to write `lease.leases`): see [`Recorder::lapse_on`].
     pub async fn lapse(&self, key: &str) -> Result<Option<bool>, RecorderError> {
+        let client = self.open().await.map_err(|e| RecorderError::Lapse {
+            key: key.to_string(),
+            detail: format!("cannot connect: {}", describe(&e)),
+        })?;
+        self.lapse_on(&client, key).await
+    }
+
+    /// The clock-independent lapse: the lease on `key`, if held and live, expires at the
+    /// server's current time ([`crate::client::expire`] on `admin`, a role that may write
+    /// `lease.leases`). Recorded as a `lapse` nemesis event with the server window around
+    /// the step; returns whether a live lease was found (`None`: the answer was lost, which
+    /// the checker allows for). A definite refusal is recorded as not applied and returned
+    /// as [`RecorderError::Lapse`]: the injector's own failure, never an answer.
+    pub async fn lapse_on(&self, admin: &Client, key: &str) -> Result<Option<bool>, RecorderError> {
         let started = self.nemesis_start("lapse");
-        let step = async {
-            let client = self.open().await.map_err(crate::client::classify)?;
-            let t0 = crate::client::server_now(&client).await?;
-            let applied = crate::client::expire(&client, key).await?;
-            let t1 = crate::client::server_now(&client).await?;
-            Ok::<_, crate::client::LeaseError>((t0, applied, t1))
-        };
-        let (server, applied, detail) = match tokio::time::timeout(self.call_timeout, step).await {
-            Ok(Ok((t0, applied, t1))) => {
-                let span = model::Span::new(
-                    model::Ts(t0.timestamp_micros()),
-                    model::Ts(t1.timestamp_micros()),
-                );
-                (
-                    span.ok(),
-                    Some(applied),
-                    format!("expire {key:?} (injected lapse)"),
-                )
+        let limit = self.call_timeout;
+        let now = || async {
+            match tokio::time::timeout(limit, crate::client::server_now(admin)).await {
+                Ok(Ok(t)) => Some(model::Ts(t.timestamp_micros())),
+                _ => None,
             }
-            Ok(Err(e)) if !e.is_unknown() => {
-                return Err(RecorderError::Lapse {
-                    key: key.to_string(),
-                    detail: e.to_string(),
-                })
-            }
-            Ok(Err(e)) => (None, None, format!("expire {key:?}: answer lost ({e})")),
-            Err(_) => (
-                None,
-                None,
-                format!("expire {key:?}: no answer within {:?}", self.call_timeout),
-            ),
         };
-        let effect = NemesisEffect::Lapse {
+        let t0 = now().await;
+        let expired = tokio::time::timeout(limit, crate::client::expire(admin, key)).await;
+        let t1 = now().await;
+        let lapse = |server, applied| NemesisEffect::Lapse {
             key: key.to_string(),
             server,
             applied,
+        };
+        let (effect, applied, detail) = match expired {
+            Ok(Ok(applied)) => {
+                let server = t0.zip(t1).and_then(|(a, b)| model::Span::new(a, b).ok());
+                let detail = format!("expire {key:?} (injected lapse)");
+                (lapse(server, Some(applied)), Some(applied), detail)
+            }
+            Ok(Err(e)) if !e.is_unknown() => {
+                self.nemesis_end(started, lapse(None, Some(false)), format!("refused: {e}"))?;
+                return Err(RecorderError::Lapse {
+                    key: key.to_string(),
+                    detail: e.to_string(),
+                });
+            }
+            Ok(Err(e)) => (
+                lapse(None, None),
+                None,
+                format!("expire {key:?}: answer lost ({e})"),
+            ),
+            Err(_) => {
+                let detail = format!("expire {key:?}: no answer within {:?}", self.call_timeout);
+                (lapse(None, None), None, detail)
+            }
         };
         self.nemesis_end(started, effect, detail)?;
         Ok(applied)

@@ -28,6 +28,12 @@ macro_rules! grant {
 /// loaded 2-core CI machine adds scheduling delay; 2 s is ten poll periods beyond that.
 const PROMPT: Duration = Duration::from_secs(2);
 
+/// The longest a holder's renew may take while blocking acquires of its key poll: waiters
+/// never hold the row lock while they sleep, so a renew never waits a poll period (100 ms)
+/// for them; 500 ms is five periods, room for a loaded machine. Not in the model: a slow
+/// renew is still linearizable.
+const RENEW_UNSTALLED: Duration = Duration::from_millis(500);
+
 /// A fresh database for the check and a script recording on it.
 async fn script(ctx: &Ctx<'_>) -> Result<(String, Script), String> {
     let (db, _) = ctx.db().await?;
@@ -429,10 +435,7 @@ pub(super) async fn blocking_waiters_never_stall_the_holders_renew(ctx: &Ctx<'_>
         w.await.map_err(|e| e.to_string())??;
     }
     script.judge().await?;
-    // Not in the model (a slow renew is still linearizable): waiters never hold the row
-    // lock while they sleep, so a renew never waits a poll period (100 ms) for them; 500 ms
-    // is five periods, room for a loaded machine.
-    if slowest >= MS(500) {
+    if slowest >= RENEW_UNSTALLED {
         return Err(format!(
             "a renew took {slowest:?} while waiters were polling"
         ));
@@ -493,8 +496,7 @@ pub(super) async fn a_waiter_that_lost_a_race_never_stalls_the_holders_renew(
     let took = start.elapsed();
     waiter.await.map_err(|e| e.to_string())??;
     script.judge().await?;
-    // Not in the model: see blocking_waiters_never_stall_the_holders_renew for the margin.
-    if took >= MS(500) {
+    if took >= RENEW_UNSTALLED {
         return Err(format!(
             "the new holder's renew waited {took:?} for a waiter that lost a race"
         ));

@@ -482,18 +482,26 @@ pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-fn make_root(id: u64) -> Result<PathBuf> {
-    let base = std::env::var_os("LEASECHECK_TMPDIR")
+/// The temp directory scratch directories go under (`LEASECHECK_TMPDIR`, else the system's).
+pub(crate) fn scratch_base() -> PathBuf {
+    std::env::var_os("LEASECHECK_TMPDIR")
         .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+/// `<scratch base>/<name>-<nanoseconds, hex>`: `name` carries the process id the cleanup
+/// looks for, the suffix keeps two directories of one process apart.
+pub(crate) fn scratch_path(name: &str) -> PathBuf {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    let root = base.join(format!(
-        "leasecheck-pg-{}-{id}-{nanos:x}",
-        std::process::id()
-    ));
+    scratch_base().join(format!("{name}-{nanos:x}"))
+}
+
+fn make_root(id: u64) -> Result<PathBuf> {
+    let base = scratch_base();
+    let root = scratch_path(&format!("leasecheck-pg-{}-{id}", std::process::id()));
     fs::create_dir_all(&base).map_err(|e| PgError::io("creating the temp directory", &base, e))?;
     fs::create_dir(&root).map_err(|e| PgError::io("creating the cluster directory", &root, e))?;
     fs::set_permissions(&root, fs::Permissions::from_mode(0o755))

@@ -68,15 +68,8 @@ fn common_ancestor(a: &Path, b: &Path) -> PathBuf {
 }
 
 fn make_root(major: u32) -> Result<PathBuf> {
-    let base = std::env::var_os("LEASECHECK_TMPDIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let root = base.join(format!(
-        "leasecheck-pg-install-{}-{major}-{nanos:x}",
+    let root = super::cluster::scratch_path(&format!(
+        "leasecheck-pg-install-{}-{major}",
         std::process::id()
     ));
     fs::create_dir_all(&root).map_err(|e| PgError::io("creating the private install", &root, e))?;
