@@ -818,15 +818,17 @@ impl ProcessPlan {
 /// Draws for proptest: each field from the whole `u32` range (shrinking toward 0, the
 /// first entry of each table), the invalid roll below 100.
 pub fn draw_strategy() -> impl Strategy<Value = Draw> {
+    draw_strategy_of(any::<u32>)
+}
+
+/// Draws for proptest with each field from `field()` (the invalid roll below 100).
+pub fn draw_strategy_of<S>(field: impl Fn() -> S) -> impl Strategy<Value = Draw>
+where
+    S: Strategy<Value = u32>,
+{
     (
-        (any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>()),
-        (
-            any::<u32>(),
-            any::<u32>(),
-            any::<u32>(),
-            0u32..100,
-            any::<u32>(),
-        ),
+        (field(), field(), field(), field()),
+        (field(), field(), field(), 0u32..100, field()),
     )
         .prop_map(
             |((call, key, owner, other_slot), (epoch, ttl, wait, invalid_roll, invalid))| Draw {

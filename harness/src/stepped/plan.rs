@@ -187,24 +187,7 @@ struct RawPlan {
 const DRAW_RANGE: u32 = 840;
 
 fn small_draw() -> impl Strategy<Value = Draw> {
-    let field = || 0..DRAW_RANGE;
-    (
-        (field(), field(), field(), field()),
-        (field(), field(), field(), 0u32..100, field()),
-    )
-        .prop_map(
-            |((call, key, owner, other_slot), (epoch, ttl, wait, invalid_roll, invalid))| Draw {
-                call,
-                key,
-                owner,
-                other_slot,
-                epoch,
-                ttl,
-                wait,
-                invalid_roll,
-                invalid,
-            },
-        )
+    crate::workload::draw_strategy_of(|| 0..DRAW_RANGE)
 }
 
 fn raw_action() -> impl Strategy<Value = RawAction> {
