@@ -47,7 +47,7 @@ impl HuntOptions {
                 time: Some(Duration::from_secs(30)),
                 states: Some(5_000_000),
             },
-            stepped_plans: 60,
+            stepped_plans: 150,
             stepped_seed: 0,
             stepped_config: contended_plans(),
             call_timeout: Duration::from_secs(10),
