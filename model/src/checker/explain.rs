@@ -268,7 +268,7 @@ pub fn describe_call(op: &Op<String, String>) -> String {
             fmt_epoch(epoch)
         ),
         Op::Inspect { key } => format!("inspect({})", fmt_text(key)),
-        Op::Expire { key } => format!("lapse({key:?})"),
+        Op::Expire { key } => format!("lapse({})", fmt_text(&Some(key.clone()))),
     }
 }
 
