@@ -42,9 +42,13 @@ fn server_with(files: ExtensionFiles) -> Cluster {
     Cluster::start_with(&install, options).expect("a cluster")
 }
 
+/// The password the URLs carry (the cluster trusts local connections, so it is not
+/// checked): it must never be printed or written to the report.
+const PASSWORD: &str = "pw-never-printed";
+
 fn url(cluster: &Cluster) -> String {
     format!(
-        "postgres://{}@{}:{}/postgres",
+        "postgres://{}:{PASSWORD}@{}:{}/postgres",
         cluster.superuser(),
         cluster.host(),
         cluster.port()
@@ -171,6 +175,8 @@ fn an_existing_server_is_gated_on_the_checks_that_need_no_restart() {
         before,
         "the gate left databases or roles"
     );
+    let json = std::fs::read_to_string(report.path().join("summary.json")).unwrap();
+    assert!(!out.contains(PASSWORD) && !json.contains(PASSWORD), "{out}");
     assert!(
         !summary["server"]["removed_databases"]
             .as_array()

@@ -21,12 +21,36 @@ pub fn table(run: &GateRun) -> String {
             }
         }
     }
+    let cells: Vec<Vec<String>> = run
+        .majors
+        .iter()
+        .map(|m| {
+            suites
+                .iter()
+                .map(|name| {
+                    m.suites
+                        .iter()
+                        .find(|s| s.suite == *name)
+                        .map(cell)
+                        .unwrap_or_else(|| "-".into())
+                })
+                .collect()
+        })
+        .collect();
+    // Columns are 16 wide, wider when a cell needs it (a count of skipped checks).
+    let width = cells
+        .iter()
+        .flatten()
+        .map(String::len)
+        .max()
+        .unwrap_or(0)
+        .max(16);
     let mut out = format!("{:<16}", "major");
     for s in &suites {
-        let _ = write!(out, " | {s:<16}");
+        let _ = write!(out, " | {s:<width$}");
     }
     out.push_str(" | gate\n");
-    for m in &run.majors {
+    for (m, row) in run.majors.iter().zip(&cells) {
         let label = format!("PG {}", m.postgres.as_deref().unwrap_or("?"));
         let _ = write!(
             out,
@@ -36,14 +60,8 @@ pub fn table(run: &GateRun) -> String {
                 .take(16)
                 .collect::<String>()
         );
-        for name in &suites {
-            let cell = m
-                .suites
-                .iter()
-                .find(|s| s.suite == *name)
-                .map(cell)
-                .unwrap_or_else(|| "-".into());
-            let _ = write!(out, " | {cell:<16}");
+        for cell in row {
+            let _ = write!(out, " | {cell:<width$}");
         }
         let _ = writeln!(out, " | {}", m.status.word());
     }
