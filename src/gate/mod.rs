@@ -186,11 +186,14 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
             args.backend
         ),
     };
+    let installed = match &args.dsn {
+        Some(_) => format!("installed on the server as {}", build.files.name),
+        None => format!("installed as {}", build.files.name),
+    };
     println!(
-        "gate: {} {} (installed as {}), {} sizes, {on}, seed {seed}",
+        "gate: {} {} ({installed}), {} sizes, {on}, seed {seed}",
         build.given.name,
         build.version,
-        build.files.name,
         args.size().word(),
     );
     for (file, sha) in build.script_digests() {
@@ -255,11 +258,10 @@ fn finish(args: &GateArgs, run: &GateRun) -> anyhow::Result<i32> {
     }
     let skipped = run.skipped();
     if !skipped.is_empty() {
-        println!(
-            "skipped ({}, not passed): {}",
-            outcome::SKIPPED_NEEDS,
-            skipped.join("; ")
-        );
+        println!("skipped ({}, not passed):", outcome::SKIPPED_NEEDS);
+        for check in skipped {
+            println!("    {check}");
+        }
     }
     if let Some(dir) = &args.report {
         report::write_all(run, dir)?;

@@ -82,12 +82,14 @@ fn cell(s: &SuiteResult) -> String {
     }
 }
 
-/// Every check that did not pass, with its reason: what to read after the table.
+/// Every check that failed or could not run, with its reason: what to read after the
+/// table (skipped checks are listed apart, [`GateRun::skipped`]).
 pub fn problems(run: &GateRun) -> String {
     let mut out = String::new();
     for m in &run.majors {
         for s in &m.suites {
-            for c in s.checks.iter().filter(|c| c.status != Status::Passed) {
+            let shown = |c: &&CheckResult| !matches!(c.status, Status::Passed | Status::Skipped);
+            for c in s.checks.iter().filter(shown) {
                 let _ = writeln!(
                     out,
                     "{} PG {} {} / {}",

@@ -49,16 +49,14 @@ impl Ctx<'_> {
         ));
     }
 
-    /// On an existing server (`--dsn`), the suite reported skipped: it needs a managed
-    /// server for `why`.
-    fn unmanaged_skip(&self, suite: &str, why: &str) -> Option<SuiteResult> {
-        (!self.cluster.is_managed()).then(|| {
-            SuiteResult::of(
-                suite,
-                vec![CheckResult::skipped(suite, why)],
-                Duration::ZERO,
-            )
-        })
+    /// On an existing server (`--dsn`), the suite reported skipped, each of its `checks`
+    /// because it needs a managed server for `why`.
+    fn unmanaged_skip(&self, suite: &str, checks: &[&str], why: &str) -> Option<SuiteResult> {
+        let skipped = checks
+            .iter()
+            .map(|c| CheckResult::skipped(*c, why))
+            .collect();
+        (!self.cluster.is_managed()).then(|| SuiteResult::of(suite, skipped, Duration::ZERO))
     }
 
     /// `path` relative to the report directory, for links.
@@ -171,7 +169,7 @@ async fn installcheck(ctx: &Ctx<'_>) -> SuiteResult {
     const NAME: &str = "make installcheck (regression + isolation)";
     let why = "pg_regress drops and creates a fixed database (contrib_regression) and needs \
                the server's PGXS install on this machine";
-    if let Some(skipped) = ctx.unmanaged_skip("installcheck", why) {
+    if let Some(skipped) = ctx.unmanaged_skip("installcheck", &[NAME], why) {
         return skipped;
     }
     let start = Instant::now();
@@ -389,7 +387,8 @@ async fn security(ctx: &Ctx<'_>) -> SuiteResult {
     use harness::security::CheckError;
     let why = "it logs in as roles it creates (trust authentication), runs this machine's \
                pg_dump and psql against the server and crashes it";
-    if let Some(skipped) = ctx.unmanaged_skip("security", why) {
+    let names: Vec<&str> = harness::security::checks().iter().map(|c| c.name).collect();
+    if let Some(skipped) = ctx.unmanaged_skip("security", &names, why) {
         return skipped;
     }
     let start = Instant::now();
