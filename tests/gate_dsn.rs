@@ -338,3 +338,55 @@ fn a_server_running_another_build_or_none_gives_no_verdict() {
     assert!(out.contains("--dsn: not a libpq URL"), "{out}");
     assert!(!out.contains("secret"), "the password was printed: {out}");
 }
+
+/// A role with CREATEDB but not superuser: the campaign runs (pg_lease is a trusted
+/// extension), but the server's files cannot be read, and the summary says the digests are
+/// of the local build only; the server is left as found.
+#[test]
+fn without_superuser_the_server_files_are_reported_not_verified() {
+    let cluster = server_with(ExtensionFiles::pg_lease());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let c = cluster.connect("postgres").await.expect("connect");
+        c.batch_execute("CREATE ROLE gate_creator LOGIN CREATEDB")
+            .await
+            .expect("a CREATEDB role");
+    });
+    let before = inventory(&cluster);
+    let report = tempfile::tempdir().unwrap();
+    let dsn = format!(
+        "postgres://gate_creator@{}:{}/postgres",
+        cluster.host(),
+        cluster.port()
+    );
+    let (code, out) = leasecheck(&[
+        "gate",
+        "--dsn",
+        &dsn,
+        "--seed",
+        "5",
+        "--suite",
+        "campaign",
+        "--report",
+        report.path().to_str().unwrap(),
+    ]);
+    println!("{out}");
+    assert_eq!(code, 0, "{out}");
+    let summary = summary(report.path());
+    assert_eq!(summary["server"]["role"], "gate_creator");
+    assert_eq!(summary["server"]["scripts_verified"], false, "{out}");
+    let note = summary["server"]["scripts"].as_str().unwrap_or("");
+    assert!(
+        note.contains("not verified: the SHA-256 printed is of the local build"),
+        "{note}"
+    );
+    assert!(out.contains(note), "{out}");
+    assert_eq!(
+        inventory(&cluster),
+        before,
+        "the gate left databases or roles"
+    );
+}
