@@ -579,7 +579,7 @@ async fn environment(
         cpu_model,
         cpu_cores,
         memory_total,
-        storage: env::storage(cluster.data_dir())?,
+        storage: env::storage(cluster.data_dir()?)?,
         gucs,
         leasecheck_version: env!("CARGO_PKG_VERSION").to_string(),
     })

@@ -258,7 +258,7 @@ pub async fn run_against(
         });
     }
     Report {
-        server_version: cluster.install().version.full.clone(),
+        server_version: cluster.version().full.clone(),
         extension: extension.to_string(),
         outcomes,
     }
@@ -1547,7 +1547,7 @@ async fn the_owner_dumps_the_epochs_and_only_a_superuser_restore_loads_them_body
     ctx: &Ctx<'_>,
     f: &mut Fixture<'_>,
 ) -> CheckResult {
-    let tools = tools::ClientTools::find(ctx.cluster.install())?;
+    let tools = tools::ClientTools::find(ctx.cluster.install()?)?;
     let user = f.connect_as(&f.user).await?;
     let hour = Duration::from_secs(3600);
     // Three keys with distinct epochs: held at 5, free at 2, held at 1.
@@ -1980,7 +1980,7 @@ async fn durability_cluster(install: &crate::pg::PgInstall) -> Result<Cluster, S
 async fn synchronous_commit_off_does_not_make_a_lease_write_asynchronous(
     ctx: &Ctx<'_>,
 ) -> CheckResult {
-    let mut cluster = durability_cluster(ctx.cluster.install()).await?;
+    let mut cluster = durability_cluster(ctx.cluster.install()?).await?;
     let (after, _) = grant_after_crash(
         &mut cluster,
         ctx.extension,

@@ -6,9 +6,8 @@ use harness::pg::{shared, test_majors, PgInstall};
 async fn every_documented_behaviour_holds_on_every_tested_major() {
     let mut failed = Vec::new();
     for major in test_majors() {
-        let install = PgInstall::ensure(major).unwrap();
         let cluster = shared(major).unwrap();
-        let report = harness::conformance::run(&install, cluster, None).await;
+        let report = harness::conformance::run(cluster, None).await;
         println!("{}", report.render());
         assert_eq!(report.outcomes.len(), harness::conformance::checks().len());
         failed.extend(report.failures().map(|f| format!("PG {major}: {}", f.name)));
@@ -39,7 +38,7 @@ async fn every_mutant_is_caught_by_the_checks_that_guard_it() {
                 mutant.name
             );
         }
-        let report = harness::conformance::run_against(&install, cluster, &files.name, |n| {
+        let report = harness::conformance::run_against(cluster, &files.name, |n| {
             mutant.caught_by.contains(&n)
         })
         .await;

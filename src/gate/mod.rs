@@ -3,6 +3,7 @@
 //! summary table, writes the reports, and exits 0 only if everything passed.
 
 mod container;
+pub mod dsn;
 pub mod outcome;
 pub mod report;
 mod suites;
@@ -94,6 +95,12 @@ pub struct GateArgs {
     /// Container backend: use the registry's official postgres:<major> images.
     #[arg(long)]
     pub official_images: bool,
+    /// Gate an existing server instead of starting one: a libpq URL
+    /// (postgres://user[:pw]@host:port/db) or key=value string. The build must be installed
+    /// there (under its own name, default pg_lease); the role needs CREATEDB (superuser for
+    /// every check). Checks that need a restart or crash are skipped.
+    #[arg(long, conflicts_with_all = ["majors", "backend", "image", "official_images"])]
+    pub dsn: Option<String>,
 }
 
 impl GateArgs {
@@ -159,20 +166,35 @@ fn clock_seed() -> u64 {
 /// Runs the gate; the exit status.
 pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
     let majors = parse_majors(&args.majors)?;
-    let build: &'static Build = Box::leak(Box::new(load_build(args)?));
+    let mut build = load_build(args)?;
+    if let Some(dsn) = &args.dsn {
+        // Its owner installed the build on the server under its own name.
+        build = build.under_given_name();
+        dsn::parse(dsn)?;
+    }
+    let build: &'static Build = Box::leak(Box::new(build));
     let seed = args.seed.unwrap_or_else(clock_seed);
+    let on = match &args.dsn {
+        Some(_) => "an existing server (--dsn)".to_string(),
+        None => format!(
+            "PostgreSQL {}, {:?} backend",
+            majors
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            args.backend
+        ),
+    };
+    let installed = match &args.dsn {
+        Some(_) => format!("installed on the server as {}", build.files.name),
+        None => format!("installed as {}", build.files.name),
+    };
     println!(
-        "gate: {} {} (installed as {}), {} sizes, PostgreSQL {}, {:?} backend, seed {seed}",
+        "gate: {} {} ({installed}), {} sizes, {on}, seed {seed}",
         build.given.name,
         build.version,
-        build.files.name,
         args.size().word(),
-        majors
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        args.backend
     );
     for (file, sha) in build.script_digests() {
         println!("sha256 {sha}  {file}");
@@ -189,9 +211,15 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
         .report
         .clone()
         .unwrap_or_else(|| scratch.path().to_path_buf());
-    let results = match args.backend {
-        Backend::Local => run_local(args, build, &majors, seed, &report_dir)?,
-        Backend::Container => container::run(args, &majors, seed, &report_dir)?,
+    let mut server = None;
+    let results = match (&args.dsn, args.backend) {
+        (Some(url), _) => {
+            let (results, existing) = dsn::run(args, build, url, seed, &report_dir)?;
+            server = Some(existing);
+            results
+        }
+        (None, Backend::Local) => run_local(args, build, &majors, seed, &report_dir)?,
+        (None, Backend::Container) => container::run(args, &majors, seed, &report_dir)?,
     };
     let run = GateRun {
         schema: outcome::SCHEMA,
@@ -208,6 +236,7 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
         seconds: clock.elapsed().as_secs_f64(),
         status: GateRun::overall(&results),
         majors: results,
+        server,
     };
     finish(args, &run)
 }
@@ -216,6 +245,24 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
 fn finish(args: &GateArgs, run: &GateRun) -> anyhow::Result<i32> {
     println!("\n{}", report::table(run));
     print!("{}", report::problems(run));
+    if let Some(server) = &run.server {
+        println!(
+            "server {} as {}: scripts {}",
+            server.address, server.role, server.scripts
+        );
+        println!(
+            "removed from the server: {} database(s), {} role(s)",
+            server.removed_databases.len(),
+            server.removed_roles.len()
+        );
+    }
+    let skipped = run.skipped();
+    if !skipped.is_empty() {
+        println!("skipped ({}, not passed):", outcome::SKIPPED_NEEDS);
+        for check in skipped {
+            println!("    {check}");
+        }
+    }
     if let Some(dir) = &args.report {
         report::write_all(run, dir)?;
         println!(
@@ -229,7 +276,8 @@ fn finish(args: &GateArgs, run: &GateRun) -> anyhow::Result<i32> {
     Ok(match run.status {
         Status::Passed => EXIT_PASSED,
         Status::Failed => EXIT_FAILED,
-        Status::Infrastructure => EXIT_INFRASTRUCTURE,
+        // Everything was skipped: nothing was checked.
+        Status::Infrastructure | Status::Skipped => EXIT_INFRASTRUCTURE,
     })
 }
 
@@ -294,6 +342,29 @@ fn select_suites(names: &[String]) -> anyhow::Result<Vec<suites::Suite>> {
         .collect())
 }
 
+/// Runs `selected` one after another on `ctx`'s server, a line per suite.
+async fn run_suites(
+    ctx: &suites::Ctx<'_>,
+    selected: &[suites::Suite],
+    major: u32,
+    bar: &ProgressBar,
+) -> Vec<SuiteResult> {
+    let mut results = Vec::new();
+    for suite in selected {
+        let result = suite.run(ctx).await;
+        bar.suspend(|| {
+            println!(
+                "PG {major} {:<14} {} ({:.0}s)",
+                result.suite,
+                result.status.word(),
+                result.seconds
+            )
+        });
+        results.push(result);
+    }
+    results
+}
+
 /// One major on the local backend.
 struct LocalMajor<'a> {
     major: u32,
@@ -322,7 +393,6 @@ impl LocalMajor<'_> {
             }
         };
         let ctx = suites::Ctx {
-            install: &install,
             cluster: &cluster,
             build: self.build,
             size: self.size,
@@ -332,20 +402,7 @@ impl LocalMajor<'_> {
             tests_dir: self.tests_dir.clone(),
             bar,
         };
-        let mut results = Vec::new();
-        for suite in self.suites {
-            let result = suite.run(&ctx).await;
-            bar.suspend(|| {
-                println!(
-                    "PG {} {:<14} {} ({:.0}s)",
-                    self.major,
-                    result.suite,
-                    result.status.word(),
-                    result.seconds
-                )
-            });
-            results.push(result);
-        }
+        let results = run_suites(&ctx, self.suites, self.major, bar).await;
         let postgres = Some(install.version.full.clone());
         drop(ctx);
         tokio::task::block_in_place(|| drop(cluster));

@@ -511,7 +511,8 @@ fn own_cluster(ctx: &Ctx<'_>) -> Result<Cluster, String> {
         extensions: Vec::new(),
         ..ClusterOptions::default()
     };
-    Cluster::start_with(ctx.install, options).map_err(|e| e.to_string())
+    let install = ctx.cluster.install().map_err(|e| e.to_string())?;
+    Cluster::start_with(install, options).map_err(|e| e.to_string())
 }
 
 /// Inspects every key of `keys` on a new session (the server restarted since the last).
