@@ -89,6 +89,18 @@ impl Fault {
         Fault::Lapse,
     ];
 
+    /// The gate's quick set: one fault of each class (a crash, a backend killed, a cut, a
+    /// pause, the lapse, a crash with COMMIT in flight), about a minute on one major here;
+    /// the full gate runs [`Fault::ALL`].
+    pub const QUICK: [Fault; 6] = [
+        Fault::Crash,
+        Fault::Terminate,
+        Fault::CutReset,
+        Fault::ClientPause,
+        Fault::Lapse,
+        Fault::CommitCrash,
+    ];
+
     /// The name used on the command line and in histories.
     pub fn name(self) -> &'static str {
         match self {

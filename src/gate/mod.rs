@@ -2,7 +2,9 @@
 //! every suite on every asked major, locally or each major in its own container; prints a
 //! summary table, writes the reports, and exits 0 only if everything passed.
 
+mod bench_suite;
 mod container;
+mod fault_suite;
 pub mod outcome;
 pub mod report;
 mod suites;
@@ -81,6 +83,18 @@ pub struct GateArgs {
     /// Only these suites (repeatable) [default: all].
     #[arg(long = "suite")]
     pub suites: Vec<String>,
+    /// Only these fault checks in the faults suite (repeatable) [default: --quick one per
+    /// class, --full all; `leasecheck faults --list` names them].
+    #[arg(long = "fault", value_name = "NAME")]
+    pub faults: Vec<nemesis::Fault>,
+    /// A bench result directory (`results/bench/<ts>`, or `<report>/pg<N>/bench` of an
+    /// earlier gate): the bench suite fails when a figure's ratio to its floor grew
+    /// beyond --bench-threshold times the baseline's.
+    #[arg(long)]
+    pub bench_baseline: Option<PathBuf>,
+    /// The bench regression threshold (see bench::compare).
+    #[arg(long, default_value_t = bench::DEFAULT_THRESHOLD, requires = "bench_baseline")]
+    pub bench_threshold: f64,
     /// Where to write summary.json, junit.xml and index.html [default: none written].
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -103,6 +117,28 @@ impl GateArgs {
         } else {
             Size::Quick
         }
+    }
+
+    /// The fault checks of the faults suite.
+    fn fault_checks(&self) -> Vec<nemesis::Fault> {
+        match self.faults.is_empty() {
+            true => fault_suite::of_size(self.size()).to_vec(),
+            false => self.faults.clone(),
+        }
+    }
+
+    /// The bench baseline, read (an unreadable one is refused before anything runs).
+    fn bench_baseline(&self) -> anyhow::Result<Option<bench_suite::Baseline>> {
+        let Some(dir) = &self.bench_baseline else {
+            return Ok(None);
+        };
+        let result = bench::BenchResult::read(dir)
+            .with_context(|| format!("--bench-baseline {}", dir.display()))?;
+        Ok(Some(bench_suite::Baseline {
+            dir: dir.clone(),
+            result,
+            threshold: self.bench_threshold,
+        }))
     }
 }
 
@@ -161,6 +197,7 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
     let majors = parse_majors(&args.majors)?;
     let build: &'static Build = Box::leak(Box::new(load_build(args)?));
     let seed = args.seed.unwrap_or_else(clock_seed);
+    let baseline = args.bench_baseline()?;
     println!(
         "gate: {} {} (installed as {}), {} sizes, PostgreSQL {}, {:?} backend, seed {seed}",
         build.given.name,
@@ -190,7 +227,7 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
         .clone()
         .unwrap_or_else(|| scratch.path().to_path_buf());
     let results = match args.backend {
-        Backend::Local => run_local(args, build, &majors, seed, &report_dir)?,
+        Backend::Local => run_local(args, build, &majors, seed, &report_dir, baseline.as_ref())?,
         Backend::Container => container::run(args, &majors, seed, &report_dir)?,
     };
     let run = GateRun {
@@ -249,6 +286,7 @@ fn run_local(
     majors: &[u32],
     seed: u64,
     report_dir: &Path,
+    baseline: Option<&bench_suite::Baseline>,
 ) -> anyhow::Result<Vec<MajorResult>> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
@@ -256,6 +294,7 @@ fn run_local(
         .build()
         .context("starting the async runtime")?;
     let selected = select_suites(&args.suites)?;
+    let faults = args.fault_checks();
     let mut results = Vec::new();
     for &major in majors {
         let bar = spinner();
@@ -267,6 +306,8 @@ fn run_local(
             suites: &selected,
             tests_dir: tests_dir(args),
             report_dir,
+            faults: &faults,
+            bench_baseline: baseline,
         };
         let result = runtime.block_on(local.run(&bar));
         bar.finish_and_clear();
@@ -303,6 +344,8 @@ struct LocalMajor<'a> {
     suites: &'a [suites::Suite],
     tests_dir: Option<PathBuf>,
     report_dir: &'a Path,
+    faults: &'a [nemesis::Fault],
+    bench_baseline: Option<&'a bench_suite::Baseline>,
 }
 
 impl LocalMajor<'_> {
@@ -330,6 +373,8 @@ impl LocalMajor<'_> {
             out_dir: self.report_dir.join(format!("pg{}", self.major)),
             report_dir: self.report_dir.to_path_buf(),
             tests_dir: self.tests_dir.clone(),
+            faults: self.faults,
+            bench_baseline: self.bench_baseline,
             bar,
         };
         let mut results = Vec::new();

@@ -5,11 +5,12 @@
 
 use super::rig::{self, Setup};
 use super::{doctor, judge, Breakage, CheckFailure, CheckResult, Passed};
-use crate::builds::{self, BrokenBuild};
+use crate::builds::BrokenBuild;
 use crate::fault::Fault;
 use crate::mixed::{self, MixedReport};
 use crate::schedule::{Planned, Schedule};
 use harness::campaign::{self, Campaign, Length, Silent, Target};
+use harness::extension::ExtensionFiles;
 use harness::pg::PgInstall;
 use harness::workload::Workload;
 use model::{History, Interval, NemesisEffect, Op, OpResult, Outcome};
@@ -155,12 +156,13 @@ fn plan(fault: Fault, breakage: Option<Breakage>) -> Plan {
 pub(super) async fn run(
     fault: Fault,
     install: &PgInstall,
+    under_test: &ExtensionFiles,
     breakage: Option<Breakage>,
 ) -> CheckResult {
     let plan = plan(fault, breakage);
     let build = match breakage {
         Some(Breakage::Build(b)) => b.files(),
-        _ => Some(builds::under_test()),
+        _ => Some(under_test.clone()),
     };
     let Some(build) = build else {
         return Err(CheckFailure::Infrastructure(
