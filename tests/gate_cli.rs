@@ -56,8 +56,9 @@ const KNOWN_FINDING: (&str, &str) = (
 );
 
 /// Every suite at quick sizes on PG 15 against this checkout's extension: all pass but the
-/// one known security finding, reported as a failure (exit 1) with its explanation.
-/// About 2 minutes.
+/// one known security finding, reported as a failure (exit 1) with its explanation; the
+/// bench suite's figures are in the summary. About 3.5 minutes (the faults suite about a
+/// minute, the bench 40 s).
 #[test]
 fn the_quick_gate_on_the_shipped_extension_passes_all_but_the_known_finding() {
     let report = tempfile::tempdir().unwrap();
@@ -80,9 +81,12 @@ fn the_quick_gate_on_the_shipped_extension_passes_all_but_the_known_finding() {
             "conformance",
             "campaign",
             "stepped",
-            "security"
+            "security",
+            "faults",
+            "bench"
         ]
     );
+    assert_bench_figures(&summary["majors"][0]);
     let problems = not_passed(&summary);
     assert_eq!(problems.len(), 1, "{problems:#?}");
     let (suite, check, status, message, _) = &problems[0];
@@ -99,6 +103,34 @@ fn the_quick_gate_on_the_shipped_extension_passes_all_but_the_known_finding() {
         "{junit}"
     );
     assert!(report.path().join("index.html").is_file());
+}
+
+/// The bench suite reports p50/p95/p99 of every W1-cycle and W2-contend op at 1 and 4
+/// clients, each measured (ordered percentiles of a non-empty sample).
+fn assert_bench_figures(major: &Value) {
+    let bench = major["suites"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["suite"] == "bench"))
+        .expect("a bench suite");
+    let figures = bench["figures"].as_array().expect("bench figures");
+    for (workload, op) in [
+        ("W1-cycle", "grant"),
+        ("W1-cycle", "renew"),
+        ("W1-cycle", "release"),
+        ("W1-cycle", "cycle"),
+        ("W2-contend", "attempt"),
+    ] {
+        for clients in [1, 4] {
+            let f = figures
+                .iter()
+                .find(|f| f["workload"] == workload && f["op"] == op && f["clients"] == clients)
+                .unwrap_or_else(|| panic!("no {workload}/{op} @{clients} in {figures:#?}"));
+            let p = |name: &str| f[name].as_f64().unwrap_or(0.0);
+            assert!(f["count"].as_u64().unwrap_or(0) > 0, "{f}");
+            assert!(0.0 < p("p50_us") && p("p50_us") <= p("p95_us"), "{f}");
+            assert!(p("p95_us") <= p("p99_us"), "{f}");
+        }
+    }
 }
 
 /// A mutant as one install script (the base script, then its 0.2.0 definitions) and the
@@ -134,6 +166,11 @@ fn expected_invariant(m: &Mutant) -> Option<String> {
 
 /// Gates a mutant with `suites`; the exit status, the summary and the JUnit XML.
 fn gate_mutant(m: &Mutant, suites: &[&str]) -> (i32, Value, String) {
+    gate_mutant_with(m, suites, &[])
+}
+
+/// Gates a mutant with `suites` and `more` options.
+fn gate_mutant_with(m: &Mutant, suites: &[&str], more: &[&str]) -> (i32, Value, String) {
     let work = tempfile::tempdir().unwrap();
     let (sql, control) = export_mutant(m, work.path());
     let report = work.path().join("report");
@@ -155,6 +192,7 @@ fn gate_mutant(m: &Mutant, suites: &[&str]) -> (i32, Value, String) {
     for s in suites {
         args.extend(["--suite", s]);
     }
+    args.extend(more);
     let (code, out) = leasecheck(&args);
     println!("{}: {out}", m.name);
     let junit = std::fs::read_to_string(report.join("junit.xml")).unwrap_or_default();
@@ -185,6 +223,44 @@ fn a_mutant_given_as_sql_fails_the_gate_naming_the_invariant() {
                 .any(|p| p.2 == "failed" && p.4.as_deref() == Some(&invariant)),
             "{name}: expected a failure of {invariant}: {problems:#?}"
         );
+        assert!(
+            junit.contains(&format!(
+                "<failure type=\"{}\"",
+                invariant.replace('\'', "&#39;")
+            )),
+            "{name}: {junit}"
+        );
+    }
+}
+
+/// The faults suite catches the fault-only mutants (nemesis's broken builds: UNLOGGED
+/// table, no durability trigger) given as `--extension-sql`: the check of the fault that
+/// catches each (`caught_by`) fails with a violation of an invariant its negative control
+/// accepts, exit 1, a JUnit failure of that type. The same checks pass on the shipped
+/// extension (the quick gate test above). About 30 seconds.
+#[test]
+fn a_fault_only_mutant_given_as_sql_fails_the_faults_suite_naming_the_invariant() {
+    use nemesis::checks::{control, Expect};
+    for name in ["nemesis_unlogged_table", "nemesis_no_durable_commit"] {
+        let m = nemesis::builds::MUTANTS
+            .iter()
+            .find(|m| m.name == name)
+            .expect("a fault-only mutant");
+        let fault: nemesis::Fault = m.caught_by[0].parse().expect("a fault name");
+        let (code, summary, junit) = gate_mutant_with(m, &["faults"], &["--fault", fault.name()]);
+        let problems = not_passed(&summary);
+        assert_eq!(code, 1, "{name}: {problems:#?}");
+        let Expect::Violation(allowed) = control(fault).expects else {
+            panic!("{fault}'s control expects no violation");
+        };
+        let allowed: Vec<String> = allowed.iter().map(|i| i.to_string()).collect();
+        let failure = problems
+            .iter()
+            .find(|p| p.0 == "faults" && p.1 == fault.name() && p.2 == "failed")
+            .unwrap_or_else(|| panic!("{name}: no failed {fault} check: {problems:#?}"));
+        let invariant = failure.4.clone().expect("the failure names its invariant");
+        assert!(allowed.contains(&invariant), "{name}: {invariant}");
+        assert!(failure.3.contains("VIOLATION"), "{name}: {}", failure.3);
         assert!(
             junit.contains(&format!(
                 "<failure type=\"{}\"",

@@ -145,6 +145,19 @@ mod tests {
         }
     }
 
+    /// The gate's quick fault set meets every fault-only mutant with a check that catches it.
+    #[test]
+    fn the_quick_fault_set_has_a_check_catching_each_mutant() {
+        use crate::fault::Fault;
+        for m in MUTANTS {
+            let caught = m.caught_by.iter().any(|name| {
+                let fault: Fault = name.parse().unwrap_or_else(|e| panic!("{}: {e}", m.name));
+                Fault::QUICK.contains(&fault)
+            });
+            assert!(caught, "{} is caught by none of Fault::QUICK", m.name);
+        }
+    }
+
     /// Each fault check a mutant names as catching it has that mutant's build as its control.
     #[test]
     fn caught_by_names_the_checks_whose_control_it_is() {

@@ -89,16 +89,21 @@ impl Fault {
         Fault::Lapse,
     ];
 
-    /// The gate's quick set: one fault of each class (a crash, a backend killed, a cut, a
-    /// pause, the lapse, a crash with COMMIT in flight), about a minute on one major here;
-    /// the full gate runs [`Fault::ALL`].
-    pub const QUICK: [Fault; 6] = [
+    /// The gate's quick set, about a minute on one major here: one fault of each class (a
+    /// crash, a backend killed, a call cancelled, a cut, a pause, the lapse, a crash with
+    /// COMMIT in flight), and the crash under `synchronous_commit = off` and the wake-up,
+    /// so that each of the fault-only mutants (`crate::builds::MUTANTS`) meets the check
+    /// that catches it. The full gate runs [`Fault::ALL`].
+    pub const QUICK: [Fault; 9] = [
         Fault::Crash,
+        Fault::SyncCommitOffCrash,
         Fault::Terminate,
+        Fault::Cancel,
         Fault::CutReset,
         Fault::ClientPause,
         Fault::Lapse,
         Fault::CommitCrash,
+        Fault::WaitWake,
     ];
 
     /// The name used on the command line and in histories.

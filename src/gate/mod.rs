@@ -252,6 +252,7 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
 /// Prints the table and the problems, writes the reports; the exit status.
 fn finish(args: &GateArgs, run: &GateRun) -> anyhow::Result<i32> {
     println!("\n{}", report::table(run));
+    print!("{}", report::figures(run));
     print!("{}", report::problems(run));
     if let Some(dir) = &args.report {
         report::write_all(run, dir)?;
