@@ -148,3 +148,70 @@ fn figures(result: &BenchResult) -> Vec<LatencyFigure> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::outcome::Status;
+
+    /// The committed bench baseline of PG 15 (a real run).
+    fn committed() -> (PathBuf, BenchResult) {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results/bench/20261203T132112Z");
+        let result = BenchResult::read(&dir).expect("the committed baseline reads");
+        (dir, result)
+    }
+
+    fn baseline(dir: PathBuf, result: BenchResult) -> Baseline {
+        Baseline {
+            dir,
+            result,
+            threshold: bench::DEFAULT_THRESHOLD,
+        }
+    }
+
+    /// A run equal to its baseline passes; the same run with W1-cycle's renew three times
+    /// slower (its floor unchanged) fails naming that figure (the negative control).
+    #[test]
+    fn a_regressed_figure_fails_the_comparison_and_an_unchanged_run_passes() {
+        let (dir, base) = committed();
+        let same = compared(&baseline(dir.clone(), base.clone()), &base, Duration::ZERO);
+        assert_eq!(same.status, Status::Passed, "{}", same.message);
+        let mut slower = base.clone();
+        for f in slower
+            .figures
+            .iter_mut()
+            .filter(|f| f.workload == W1_CYCLE && f.op == "renew")
+        {
+            f.median.p50_us *= 3.0;
+            for r in f.repeats.iter_mut() {
+                r.p50_us *= 3.0;
+            }
+        }
+        let regressed = compared(&baseline(dir, base), &slower, Duration::ZERO);
+        assert_eq!(regressed.status, Status::Failed, "{}", regressed.message);
+        assert!(
+            regressed.message.contains("REGRESSED W1-cycle/renew"),
+            "{}",
+            regressed.message
+        );
+    }
+
+    /// Every op of both workloads measured at every client count passes; a missing figure
+    /// is no verdict, named.
+    #[test]
+    fn a_figure_not_measured_is_named() {
+        let (_, mut result) = committed();
+        let all = all_measured(&result, W1_CYCLE, Duration::ZERO);
+        assert_eq!(all.status, Status::Passed, "{}", all.message);
+        result
+            .figures
+            .retain(|f| !(f.workload == W1_CYCLE && f.op == "release" && f.clients == 4));
+        let missing = all_measured(&result, W1_CYCLE, Duration::ZERO);
+        assert_eq!(missing.status, Status::Infrastructure);
+        assert!(
+            missing.message.contains("W1-cycle/release @4"),
+            "{}",
+            missing.message
+        );
+    }
+}
