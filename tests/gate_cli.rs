@@ -299,6 +299,14 @@ fn unknown_majors_and_suites_are_refused_before_anything_runs() {
     let (code, out) = leasecheck(&["gate", "--suite", "nope"]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("unknown suite \"nope\""), "{out}");
+    let (code, out) = leasecheck(&["gate", "--fault", "meteor"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("unknown fault \"meteor\""), "{out}");
+    let missing = tempfile::tempdir().unwrap();
+    let (code, out) = leasecheck(&["gate", "--bench-baseline", missing.path().to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--bench-baseline"), "{out}");
+    assert!(!out.contains("PG 15"), "ran before refusing: {out}");
 }
 
 /// The workflow a user copies: the 14/15 matrix, `leasecheck gate --report` per major,
@@ -345,7 +353,8 @@ fn the_github_workflow_runs_the_gate_on_14_and_15_and_uploads_the_report() {
 /// The container backend on PG 15: the image is built offline from registries (cached by
 /// its tag: about 3 minutes the first time on a fresh machine, then nothing), the gate runs
 /// inside a container of it and its report comes back; no container is left. The
-/// installcheck and campaign suites keep it near a minute.
+/// installcheck and campaign suites and the crash check of the faults suite (its server
+/// killed and restarted inside the container) keep it near a minute.
 #[test]
 fn the_container_backend_gates_pg_15_and_leaves_no_container() {
     let (code, out) = leasecheck(&["image", "build", "--pg", "15"]);
@@ -365,6 +374,10 @@ fn the_container_backend_gates_pg_15_and_leaves_no_container() {
         "installcheck",
         "--suite",
         "campaign",
+        "--suite",
+        "faults",
+        "--fault",
+        "crash",
         "--report",
         dir,
     ]);
@@ -374,6 +387,11 @@ fn the_container_backend_gates_pg_15_and_leaves_no_container() {
     assert_eq!(code, 0, "{out}");
     let major = &summary["majors"][0];
     assert_eq!(major["backend"], "container");
+    let faults = major["suites"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["suite"] == "faults"))
+        .expect("a faults suite");
+    assert_eq!(faults["checks"][0]["name"], "crash", "{faults}");
     assert!(
         major["postgres"]
             .as_str()
