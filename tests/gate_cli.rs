@@ -233,20 +233,17 @@ fn a_mutant_given_as_sql_fails_the_gate_naming_the_invariant() {
     }
 }
 
-/// The faults suite catches the fault-only mutants (nemesis's broken builds: UNLOGGED
-/// table, no durability trigger) given as `--extension-sql`: the check of the fault that
-/// catches each (`caught_by`) fails with a violation of an invariant its negative control
+/// The faults suite catches the fault-only mutants of the catalogue (UNLOGGED table, no
+/// durability trigger) given as `--extension-sql`: the check of the fault that hunts each
+/// (its `Mode::Faults`) fails with a violation of an invariant its negative control
 /// accepts, exit 1, a JUnit failure of that type. The same checks pass on the shipped
 /// extension (the quick gate test above). About 30 seconds.
 #[test]
 fn a_fault_only_mutant_given_as_sql_fails_the_faults_suite_naming_the_invariant() {
     use nemesis::checks::{control, Expect};
     for name in ["nemesis_unlogged_table", "nemesis_no_durable_commit"] {
-        let m = nemesis::builds::MUTANTS
-            .iter()
-            .find(|m| m.name == name)
-            .expect("a fault-only mutant");
-        let fault: nemesis::Fault = m.caught_by[0].parse().expect("a fault name");
+        let m = mutant(name);
+        let fault: nemesis::Fault = m.fault_checks()[0].parse().expect("a fault name");
         let (code, summary, junit) = gate_mutant_with(m, &["faults"], &["--fault", fault.name()]);
         let problems = not_passed(&summary);
         assert_eq!(code, 1, "{name}: {problems:#?}");
@@ -272,7 +269,8 @@ fn a_fault_only_mutant_given_as_sql_fails_the_faults_suite_naming_the_invariant(
 }
 
 /// Every catalogued mutant fails the gate through the conformance, campaign and stepped
-/// suites (exit 1, a JUnit failure). The invariant a campaign names may differ from the
+/// suites, or, a fault-only one, through the faults suite's checks that hunt it (exit 1, a
+/// JUnit failure). The invariant a campaign names may differ from the
 /// model's for the mutant (renew_ignores_expiry's campaign shows as inv08, its stepped plan
 /// as inv07), so only the failure is asserted. Slow (6 minutes for the 8 on PG 15):
 /// `cargo test --test gate_cli -- --ignored every_catalogued_mutant`.
@@ -281,7 +279,15 @@ fn a_fault_only_mutant_given_as_sql_fails_the_faults_suite_naming_the_invariant(
 fn every_catalogued_mutant_fails_the_gate() {
     let mut escaped = Vec::new();
     for m in MUTANTS {
-        let (code, summary, junit) = gate_mutant(m, &["conformance", "campaign", "stepped"]);
+        let faults: Vec<&str> = m
+            .fault_checks()
+            .iter()
+            .flat_map(|f| ["--fault", f])
+            .collect();
+        let (code, summary, junit) = match m.hunted_by_campaigns() {
+            true => gate_mutant(m, &["conformance", "campaign", "stepped"]),
+            false => gate_mutant_with(m, &["faults"], &faults),
+        };
         let problems = not_passed(&summary);
         let failed = problems.iter().any(|p| p.2 == "failed");
         if code != 1 || !failed || !junit.contains("<failure ") {

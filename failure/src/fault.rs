@@ -92,7 +92,7 @@ impl Fault {
     /// The gate's quick set, about 40 s on PG 15 here: one fault of each class (a
     /// crash, a backend killed, a call cancelled, a cut, a pause, the lapse, a crash with
     /// COMMIT in flight), and the crash under `synchronous_commit = off` and the wake-up,
-    /// so that each of the fault-only mutants (`crate::builds::MUTANTS`) meets the check
+    /// so that each fault-only mutant of the catalogue (`harness::mutants`) meets the check
     /// that catches it. The full gate runs [`Fault::ALL`].
     pub const QUICK: [Fault; 9] = [
         Fault::Crash,
