@@ -125,6 +125,8 @@ impl ExistingRun<'_> {
                     out_dir: self.report_dir.join(format!("pg{}", version.major)),
                     report_dir: self.report_dir.to_path_buf(),
                     tests_dir: super::tests_dir(self.args),
+                    faults: &self.args.fault_checks(),
+                    bench_baseline: None,
                     bar,
                 };
                 results = run_suites(&ctx, selected, version.major, bar).await;

@@ -2,8 +2,10 @@
 //! every suite on every asked major, locally or each major in its own container; prints a
 //! summary table, writes the reports, and exits 0 only if everything passed.
 
+mod bench_suite;
 mod container;
 pub mod dsn;
+mod fault_suite;
 pub mod outcome;
 pub mod report;
 mod suites;
@@ -82,6 +84,18 @@ pub struct GateArgs {
     /// Only these suites (repeatable) [default: all].
     #[arg(long = "suite")]
     pub suites: Vec<String>,
+    /// Only these fault checks in the faults suite (repeatable) [default: --quick one per
+    /// class, --full all; `leasecheck faults --list` names them].
+    #[arg(long = "fault", value_name = "NAME")]
+    pub faults: Vec<nemesis::Fault>,
+    /// A bench result directory (`results/bench/<ts>`, or `<report>/pg<N>/bench` of an
+    /// earlier gate): the bench suite fails when a figure's ratio to its floor grew
+    /// beyond --bench-threshold times the baseline's.
+    #[arg(long)]
+    pub bench_baseline: Option<PathBuf>,
+    /// The bench regression threshold (see bench::compare).
+    #[arg(long, default_value_t = bench::DEFAULT_THRESHOLD, requires = "bench_baseline")]
+    pub bench_threshold: f64,
     /// Where to write summary.json, junit.xml and index.html [default: none written].
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -110,6 +124,28 @@ impl GateArgs {
         } else {
             Size::Quick
         }
+    }
+
+    /// The fault checks of the faults suite.
+    fn fault_checks(&self) -> Vec<nemesis::Fault> {
+        match self.faults.is_empty() {
+            true => fault_suite::of_size(self.size()).to_vec(),
+            false => self.faults.clone(),
+        }
+    }
+
+    /// The bench baseline, read (an unreadable one is refused before anything runs).
+    fn bench_baseline(&self) -> anyhow::Result<Option<bench_suite::Baseline>> {
+        let Some(dir) = &self.bench_baseline else {
+            return Ok(None);
+        };
+        let result = bench::BenchResult::read(dir)
+            .with_context(|| format!("--bench-baseline {}", dir.display()))?;
+        Ok(Some(bench_suite::Baseline {
+            dir: dir.clone(),
+            result,
+            threshold: self.bench_threshold,
+        }))
     }
 }
 
@@ -190,6 +226,7 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
         Some(_) => format!("installed on the server as {}", build.files.name),
         None => format!("installed as {}", build.files.name),
     };
+    let baseline = args.bench_baseline()?;
     println!(
         "gate: {} {} ({installed}), {} sizes, {on}, seed {seed}",
         build.given.name,
@@ -218,7 +255,9 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
             server = Some(existing);
             results
         }
-        (None, Backend::Local) => run_local(args, build, &majors, seed, &report_dir)?,
+        (None, Backend::Local) => {
+            run_local(args, build, &majors, seed, &report_dir, baseline.as_ref())?
+        }
         (None, Backend::Container) => container::run(args, &majors, seed, &report_dir)?,
     };
     let run = GateRun {
@@ -244,6 +283,7 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
 /// Prints the table and the problems, writes the reports; the exit status.
 fn finish(args: &GateArgs, run: &GateRun) -> anyhow::Result<i32> {
     println!("\n{}", report::table(run));
+    print!("{}", report::figures(run));
     print!("{}", report::problems(run));
     if let Some(server) = &run.server {
         println!(
@@ -297,6 +337,7 @@ fn run_local(
     majors: &[u32],
     seed: u64,
     report_dir: &Path,
+    baseline: Option<&bench_suite::Baseline>,
 ) -> anyhow::Result<Vec<MajorResult>> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
@@ -304,6 +345,7 @@ fn run_local(
         .build()
         .context("starting the async runtime")?;
     let selected = select_suites(&args.suites)?;
+    let faults = args.fault_checks();
     let mut results = Vec::new();
     for &major in majors {
         let bar = spinner();
@@ -315,6 +357,8 @@ fn run_local(
             suites: &selected,
             tests_dir: tests_dir(args),
             report_dir,
+            faults: &faults,
+            bench_baseline: baseline,
         };
         let result = runtime.block_on(local.run(&bar));
         bar.finish_and_clear();
@@ -374,6 +418,8 @@ struct LocalMajor<'a> {
     suites: &'a [suites::Suite],
     tests_dir: Option<PathBuf>,
     report_dir: &'a Path,
+    faults: &'a [nemesis::Fault],
+    bench_baseline: Option<&'a bench_suite::Baseline>,
 }
 
 impl LocalMajor<'_> {
@@ -400,6 +446,8 @@ impl LocalMajor<'_> {
             out_dir: self.report_dir.join(format!("pg{}", self.major)),
             report_dir: self.report_dir.to_path_buf(),
             tests_dir: self.tests_dir.clone(),
+            faults: self.faults,
+            bench_baseline: self.bench_baseline,
             bar,
         };
         let results = run_suites(&ctx, self.suites, self.major, bar).await;

@@ -122,6 +122,26 @@ pub struct SuiteResult {
     pub status: Status,
     pub seconds: f64,
     pub checks: Vec<CheckResult>,
+    /// The latencies the bench suite measured (empty for the other suites).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub figures: Vec<LatencyFigure>,
+}
+
+/// One latency figure of the bench suite: a workload's op at a client count (the median
+/// of the repeats).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyFigure {
+    pub workload: String,
+    pub op: String,
+    pub clients: u32,
+    /// Which driver measured it (`rust-closed`).
+    pub driver: String,
+    /// Calls measured (the median repeat's).
+    pub count: u64,
+    pub throughput_per_s: f64,
+    pub p50_us: f64,
+    pub p95_us: f64,
+    pub p99_us: f64,
 }
 
 impl SuiteResult {
@@ -134,6 +154,7 @@ impl SuiteResult {
             status,
             seconds: elapsed.as_secs_f64(),
             checks,
+            figures: Vec::new(),
         }
     }
 }

@@ -113,6 +113,27 @@ pub fn problems(run: &GateRun) -> String {
     out
 }
 
+/// The bench suite's latencies per major: one line per figure.
+pub fn figures(run: &GateRun) -> String {
+    let mut out = String::new();
+    for m in &run.majors {
+        for f in m.suites.iter().flat_map(|s| &s.figures) {
+            let _ = writeln!(
+                out,
+                "PG {} bench {:<24} @{:<2} p50 {:>8.0} us  p95 {:>8.0} us  p99 {:>8.0} us  {:>7.0}/s",
+                m.major,
+                format!("{}/{}", f.workload, f.op),
+                f.clients,
+                f.p50_us,
+                f.p95_us,
+                f.p99_us,
+                f.throughput_per_s
+            );
+        }
+    }
+    out
+}
+
 /// Writes the three report files into `dir`.
 pub fn write_all(run: &GateRun, dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -316,6 +337,14 @@ pub fn html(run: &GateRun) -> String {
     out.push_str(&html_table(run));
     out.push_str("<h2>Checks that did not pass</h2>\n");
     out.push_str(&html_problems(run));
+    let figures = figures(run);
+    if !figures.is_empty() {
+        let _ = write!(
+            out,
+            "<h2>Bench figures (Rust closed loop, median of the repeats)</h2>\n<pre>{}</pre>\n",
+            html_text(&figures)
+        );
+    }
     out.push_str("</body></html>\n");
     out
 }

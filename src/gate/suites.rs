@@ -30,6 +30,10 @@ pub struct Ctx<'a> {
     pub report_dir: PathBuf,
     /// The PGXS sources of the regression and isolation suites.
     pub tests_dir: Option<PathBuf>,
+    /// The fault checks of the faults suite.
+    pub faults: &'a [nemesis::Fault],
+    /// What the bench suite compares with (`--bench-baseline`).
+    pub bench_baseline: Option<&'a super::bench_suite::Baseline>,
     pub bar: &'a ProgressBar,
 }
 
@@ -42,7 +46,7 @@ impl Ctx<'_> {
         &self.build.files.name
     }
 
-    fn say(&self, suite: &str, what: &str) {
+    pub(super) fn say(&self, suite: &str, what: &str) {
         self.bar.set_message(format!(
             "PG {} · {suite} · {what}",
             self.cluster.version().major
@@ -51,7 +55,12 @@ impl Ctx<'_> {
 
     /// On an existing server (`--dsn`), the suite reported skipped, each of its `checks`
     /// because it needs a managed server for `why`.
-    fn unmanaged_skip(&self, suite: &str, checks: &[&str], why: &str) -> Option<SuiteResult> {
+    pub(super) fn unmanaged_skip(
+        &self,
+        suite: &str,
+        checks: &[&str],
+        why: &str,
+    ) -> Option<SuiteResult> {
         let skipped = checks
             .iter()
             .map(|c| CheckResult::skipped(*c, why))
@@ -81,8 +90,7 @@ impl Suite {
     }
 }
 
-/// Every suite, in the order they run. The fault checks and the bench join this list
-/// when their libraries are wired in.
+/// Every suite, in the order they run.
 pub fn suites() -> Vec<Suite> {
     vec![
         Suite {
@@ -104,6 +112,14 @@ pub fn suites() -> Vec<Suite> {
         Suite {
             name: "security",
             run: |c| Box::pin(security(c)),
+        },
+        Suite {
+            name: "faults",
+            run: |c| Box::pin(super::fault_suite::faults(c)),
+        },
+        Suite {
+            name: "bench",
+            run: |c| Box::pin(super::bench_suite::bench(c)),
         },
     ]
 }
