@@ -207,16 +207,27 @@ impl Report {
             }
         }
         let failed = self.failures().count();
+        let infrastructure = self
+            .failures()
+            .filter(|o| matches!(o.result, Err(Failure::Infrastructure(_))))
+            .count();
         out.push_str(&format!(
-            "PostgreSQL {}: {} checks, {} passed, {} failed\n",
+            "PostgreSQL {}: {} checks, {} passed, {} failed ({} of them infrastructure failures)\n",
             self.version,
             self.outcomes.len(),
             self.outcomes.len() - failed,
-            failed
+            failed,
+            infrastructure
         ));
         out
     }
 }
+
+/// The bound on one check. No check waits longer than its TTLs of a few seconds, its
+/// calls' timeout (30 s) or a server restart (60 s); the gate bounds each check at 180 s
+/// and then names the SQL the server was running, so this larger bound only ends a hang
+/// outside the gate (`leasecheck run`, the tests).
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(240);
 
 /// Runs the checks whose name contains `filter` (all when None), one after
 /// another, against pg_lease (already installed on `cluster`'s install).
@@ -269,7 +280,13 @@ pub async fn run_with(
             calls: calls.clone(),
         };
         let start = Instant::now();
-        let result = (check.run)(&ctx).await;
+        let result = match tokio::time::timeout(CHECK_TIMEOUT, (check.run)(&ctx)).await {
+            Ok(result) => result,
+            Err(_) => Err(Failure::Infrastructure(format!(
+                "hung: {} did not finish within {CHECK_TIMEOUT:?}",
+                check.name
+            ))),
+        };
         outcomes.push(CheckOutcome {
             name: check.name,
             result,
