@@ -131,6 +131,8 @@ pub(super) fn download(url: &str) -> Result<Vec<u8>> {
                 .build(),
         )
         .timeout_connect(Some(std::time::Duration::from_secs(30)))
+        // A stalled download must end (the largest build is ~60 MB).
+        .timeout_global(Some(std::time::Duration::from_secs(600)))
         .build();
     let agent = ureq::Agent::new_with_config(config);
     let mut response = agent.get(url).call().map_err(|e| err(e.to_string()))?;

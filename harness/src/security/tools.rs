@@ -24,8 +24,14 @@ pub enum ToolError {
         tried = .tried.join(", ")
     )]
     NotFound { major: u32, tried: Vec<String> },
-    #[error("fetching the pinned client programs: {0}")]
-    Fetch(String),
+    #[error("fetching the client programs of PostgreSQL {major}: {source}")]
+    Fetch {
+        major: u32,
+        #[source]
+        source: crate::pg::PgError,
+    },
+    #[error("the task fetching the client programs failed: {0}")]
+    FetchTask(String),
     #[error("running {program}: {source}")]
     Spawn {
         program: PathBuf,
@@ -131,8 +137,11 @@ impl ClientTools {
         };
         let fetched = tokio::task::spawn_blocking(move || fetch_client_programs(pin))
             .await
-            .map_err(|e| ToolError::Fetch(e.to_string()))?
-            .map_err(|e| ToolError::Fetch(e.to_string()))?;
+            .map_err(|e| ToolError::FetchTask(e.to_string()))?
+            .map_err(|source| ToolError::Fetch {
+                major: pin.major,
+                source,
+            })?;
         Ok(ClientTools {
             bin_dir: fetched,
             major: pin.major,
