@@ -603,14 +603,15 @@ const READY_POLL: Duration = Duration::from_millis(20);
 const STOP_POLL: Duration = Duration::from_millis(10);
 
 /// Calls `step` every `period` until it answers, sleeping the thread in between (for
-/// synchronous callers).
+/// synchronous callers, including a cluster dropped in async code: see
+/// [`procs::blocking_section`]).
 fn poll_blocking<T>(period: Duration, mut step: impl FnMut() -> Option<Result<T>>) -> Result<T> {
-    loop {
+    procs::blocking_section(|| loop {
         if let Some(answer) = step() {
             return answer;
         }
         std::thread::sleep(period);
-    }
+    })
 }
 
 /// [`poll_blocking`] for async callers: sleeps on the runtime's timer, so a runtime

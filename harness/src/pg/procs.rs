@@ -134,8 +134,24 @@ fn gone_or_zombie(pid: i32) -> bool {
 pub(crate) fn kill_tree(pid: i32) {
     let children = kill_tree_now(pid);
     let deadline = Instant::now() + KILL_WAIT;
-    while !all_gone(&children) && Instant::now() < deadline {
-        std::thread::sleep(KILL_POLL);
+    blocking_section(|| {
+        while !all_gone(&children) && Instant::now() < deadline {
+            std::thread::sleep(KILL_POLL);
+        }
+    });
+}
+
+/// Runs `wait`, which sleeps the thread. On a worker of a multi-threaded tokio runtime (a
+/// synchronous cluster method or a drop reached from async code) the runtime is told
+/// first, so that its other tasks move to another worker instead of stalling; elsewhere
+/// (no runtime, a current-thread runtime, the blocking pool) it just runs.
+pub(crate) fn blocking_section<T>(wait: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(wait)
+        }
+        _ => wait(),
     }
 }
 
