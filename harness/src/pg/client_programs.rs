@@ -238,5 +238,63 @@ mod tests {
     #[test]
     fn a_zip_without_the_member_is_refused() {
         assert!(zip_member(b"not a zip at all, not at all", "x").is_err());
+        let zip = zip_of(&[("a.txt", b"alpha".as_slice(), 0)]);
+        assert!(zip_member(&zip, "b.txt").is_err());
+    }
+
+    #[test]
+    fn stored_and_deflated_members_are_read_back() {
+        let big = b"pg_dump ".repeat(1000);
+        let zip = zip_of(&[("a.txt", b"alpha".as_slice(), 0), ("dir/b.bin", &big, 8)]);
+        assert_eq!(zip_member(&zip, "a.txt").unwrap(), b"alpha");
+        assert_eq!(zip_member(&zip, "dir/b.bin").unwrap(), big);
+    }
+
+    /// A zip archive of `(name, data, method)` members (0 stored, 8 deflated), with sizes
+    /// only in the central directory, as the reader must cope with.
+    fn zip_of(members: &[(&str, &[u8], u16)]) -> Vec<u8> {
+        use std::io::Write;
+        let (mut out, mut central) = (Vec::new(), Vec::new());
+        for (name, data, method) in members {
+            let body = if *method == 8 {
+                let mut enc =
+                    flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+                enc.write_all(data).unwrap();
+                enc.finish().unwrap()
+            } else {
+                data.to_vec()
+            };
+            let offset = out.len() as u32;
+            out.extend(0x0403_4b50u32.to_le_bytes());
+            out.extend([20, 0, 8, 0]); // version, flags: sizes in a data descriptor
+            out.extend(method.to_le_bytes());
+            out.extend([0; 16]); // time, date, crc, sizes
+            out.extend((name.len() as u16).to_le_bytes());
+            out.extend(0u16.to_le_bytes());
+            out.extend(name.as_bytes());
+            out.extend(&body);
+            central.extend(0x0201_4b50u32.to_le_bytes());
+            central.extend([20, 0, 20, 0, 8, 0]);
+            central.extend(method.to_le_bytes());
+            central.extend([0; 8]); // time, date, crc
+            central.extend((body.len() as u32).to_le_bytes());
+            central.extend((data.len() as u32).to_le_bytes());
+            central.extend((name.len() as u16).to_le_bytes());
+            central.extend([0; 12]); // extra, comment, disk, attributes
+            central.extend(offset.to_le_bytes());
+            central.extend(name.as_bytes());
+        }
+        let central_at = out.len() as u32;
+        let central_len = central.len() as u32;
+        out.extend(central);
+        out.extend(0x0605_4b50u32.to_le_bytes());
+        out.extend([0; 4]); // disk numbers
+        let n = members.len() as u16;
+        out.extend(n.to_le_bytes());
+        out.extend(n.to_le_bytes());
+        out.extend(central_len.to_le_bytes());
+        out.extend(central_at.to_le_bytes());
+        out.extend(0u16.to_le_bytes());
+        out
     }
 }
