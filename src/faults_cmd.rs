@@ -85,10 +85,16 @@ pub fn run(args: &FaultsArgs) -> anyhow::Result<i32> {
         .context("starting the async runtime")?;
     let per_fault = if args.controls { 2 } else { 1 };
     let bar = progress_bar((faults.len() * per_fault) as u64);
-    let runs = runtime.block_on(suite::run_all(&install, &faults, args.controls, |run| {
-        bar.suspend(|| println!("{run}"));
-        bar.inc(1);
-    }));
+    let runs = runtime.block_on(suite::run_all(
+        &install,
+        &nemesis::builds::under_test(),
+        &faults,
+        args.controls,
+        |run| {
+            bar.suspend(|| println!("{run}"));
+            bar.inc(1);
+        },
+    ));
     bar.finish_and_clear();
     Ok(summarise(&runs))
 }

@@ -178,11 +178,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
             install.bin_dir.display(),
             cluster.port()
         );
-        let report = runtime.block_on(harness::conformance::run(
-            &install,
-            &cluster,
-            args.filter.as_deref(),
-        ));
+        let report = runtime.block_on(harness::conformance::run(&cluster, args.filter.as_deref()));
         print!("{}", report.render());
         failed += report.failures().count();
     }

@@ -1,4 +1,5 @@
 //! `leasecheck mutants`: hunts every SQL mutant of the one catalogue (`harness::mutants`)
+//! that campaigns hunt (the fault-only ones are hunted by `leasecheck faults --controls`)
 //! with history campaigns on a throwaway cluster, runs pg_lease itself through the same
 //! campaigns (the control), prints one line per mutant and the kill rate, and writes the
 //! kill table under `results/mutants/<timestamp>/`. `--export DIR` writes each mutant as a
@@ -56,6 +57,7 @@ pub fn run(args: &MutantsArgs) -> anyhow::Result<i32> {
         export(&selected, dir)?;
         return Ok(0);
     }
+    let selected = hunted_here(selected)?;
     let options = if args.full {
         HuntOptions::full()
     } else {
@@ -108,6 +110,24 @@ fn select(names: &[String]) -> anyhow::Result<Vec<&'static Mutant>> {
             })
         })
         .collect()
+}
+
+/// The selected mutants the campaigns hunt; the fault-only ones are named with the
+/// command that hunts them (refused when nothing is left).
+fn hunted_here(selected: Vec<&'static Mutant>) -> anyhow::Result<Vec<&'static Mutant>> {
+    let (here, by_faults): (Vec<&'static Mutant>, Vec<&'static Mutant>) =
+        selected.into_iter().partition(|m| m.hunted_by_campaigns());
+    for m in &by_faults {
+        println!(
+            "{}: hunted by the fault checks, not here: leasecheck faults --controls --fault {}",
+            m.name,
+            m.fault_checks().join(" --fault ")
+        );
+    }
+    if here.is_empty() {
+        anyhow::bail!("no selected mutant is hunted by campaigns");
+    }
+    Ok(here)
 }
 
 /// The catalogue as a Markdown table: one row per SQL mutant, then the model mutations

@@ -30,10 +30,16 @@ pub use run::{run, Config};
 use error::Result;
 use std::path::{Path, PathBuf};
 
-/// The quick bench suite on one major against the shipped pg_lease, no progress shown,
-/// nothing written: for the gate.
-pub fn quick_suite(major: u32) -> Result<BenchResult> {
-    run(&Config::quick(major), &indicatif::ProgressBar::hidden())
+/// The gate's bench ([`Config::gate`]) of `extension` on one major, no progress shown,
+/// nothing written.
+pub fn gate_suite(
+    major: u32,
+    extension: harness::extension::ExtensionFiles,
+) -> Result<BenchResult> {
+    run(
+        &Config::gate(major, extension),
+        &indicatif::ProgressBar::hidden(),
+    )
 }
 
 /// Writes `result.json`, `report.md` and the SVG plots into `dir` (created).

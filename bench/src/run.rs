@@ -70,6 +70,28 @@ impl Config {
         }
     }
 
+    /// The gate's bench of `extension`: W1-cycle and W2-contend next to their floor
+    /// (floor-update) at 1 and 4 clients, by the Rust closed loop, 3 repeats of 1 s after
+    /// 1 s of warm-up (about 40 s): the figures a regression check against a baseline
+    /// compares (its threshold was measured on 3 repeats).
+    pub fn gate(major: u32, extension: ExtensionFiles) -> Config {
+        Config {
+            extension,
+            clients: vec![1, 4],
+            repeats: 3,
+            workloads: [
+                workloads::W1_CYCLE,
+                workloads::W2_CONTEND,
+                workloads::UPDATE,
+            ]
+            .map(String::from)
+            .to_vec(),
+            pgbench: false,
+            open_loop: false,
+            ..Config::quick(major)
+        }
+    }
+
     fn selected(&self, name: &str) -> bool {
         self.workloads.is_empty() || self.workloads.iter().any(|w| w == name)
     }
@@ -579,7 +601,7 @@ async fn environment(
         cpu_model,
         cpu_cores,
         memory_total,
-        storage: env::storage(cluster.data_dir())?,
+        storage: env::storage(cluster.data_dir()?)?,
         gucs,
         leasecheck_version: env!("CARGO_PKG_VERSION").to_string(),
     })

@@ -4,8 +4,6 @@
 //! created).
 
 use harness::extension::{ExtensionFiles, Mutant};
-use harness::mutants::Kill;
-use model::Invariant;
 
 /// This checkout's pg_lease, unchanged, under a name of its own.
 pub const UNDER_TEST: &str = "pg_lease_nemesis_under_test";
@@ -15,8 +13,10 @@ pub fn under_test() -> ExtensionFiles {
     ExtensionFiles::renamed(UNDER_TEST)
 }
 
-/// A broken build of 0.2.0 used as a negative control: one of the mutants (the shared
-/// [`Mutant`] form, installed as `pg_lease_<name>` by [`ExtensionFiles::mutant`]).
+/// A broken build of 0.2.0 used as a negative control: a mutant of the one catalogue
+/// (`harness::mutants`; the fault-only ones are hunted there by [`harness::mutants::Mode::Faults`] naming
+/// the fault check that kills them), installed as `pg_lease_<name>` by
+/// [`ExtensionFiles::mutant`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BrokenBuild {
     /// The durability trigger dropped (as 0.1.0, which never had it): with
@@ -36,71 +36,6 @@ pub enum BrokenBuild {
     RenewIgnoresExpiry,
 }
 
-/// The mutants only the fault checks catch (`caught_by` names the fault checks; `hunt` is
-/// empty: no fault-free campaign of `harness::mutants` can kill them).
-pub const MUTANTS: &[Mutant] = &[
-    Mutant {
-        name: "nemesis_no_durable_commit",
-        breaks: "the durability trigger is not created: synchronous_commit = off commits lease writes asynchronously",
-        edits: &[(
-            "CREATE CONSTRAINT TRIGGER leases_commit_durably\n    AFTER INSERT OR UPDATE ON lease.leases\n    DEFERRABLE INITIALLY DEFERRED\n    FOR EACH ROW EXECUTE FUNCTION lease._commit_durably();\n",
-            "",
-        )],
-        kill: Kill::Breaks(Invariant::DurabilityAndTimeAuthority),
-        hunt: &[],
-        caught_by: &["sync-commit-off-crash"],
-    },
-    Mutant {
-        name: "nemesis_unlogged_table",
-        breaks: "the lease table is UNLOGGED: crash recovery empties it",
-        edits: &[(
-            "REVOKE ALL ON FUNCTION lease._commit_durably() FROM PUBLIC;\n",
-            "REVOKE ALL ON FUNCTION lease._commit_durably() FROM PUBLIC;\nALTER TABLE lease.leases SET UNLOGGED;\n",
-        )],
-        kill: Kill::Breaks(Invariant::DurabilityAndTimeAuthority),
-        hunt: &[],
-        caught_by: &["crash", "restart-immediate"],
-    },
-    Mutant {
-        name: "nemesis_cancelled_wait_grants",
-        breaks: "a blocking acquire whose wait is cancelled takes the key anyway and answers a grant",
-        edits: &[(
-            "            PERFORM pg_sleep(GREATEST(0.0, LEAST(0.05,
-                extract(epoch FROM v_deadline - v_now),
-                extract(epoch FROM v_expires - v_now))));
-            CONTINUE;",
-            "            BEGIN
-                PERFORM pg_sleep(GREATEST(0.0, LEAST(0.05,
-                    extract(epoch FROM v_deadline - v_now),
-                    extract(epoch FROM v_expires - v_now))));
-            EXCEPTION WHEN query_canceled THEN
-                UPDATE lease.leases AS l
-                   SET owner = acquire.owner, epoch = l.epoch + 1,
-                       expires_at = clock_timestamp() + acquire.ttl
-                 WHERE l.key = acquire.key COLLATE \"C\"
-                RETURNING l.epoch, l.expires_at INTO v_epoch, v_expires;
-                acquired := true;
-                epoch := v_epoch;
-                expires_at := v_expires;
-                RETURN NEXT;
-                RETURN;
-            END;
-            CONTINUE;",
-        )],
-        kill: Kill::Breaks(Invariant::FailClosed),
-        hunt: &[],
-        caught_by: &["cancel", "statement-timeout"],
-    },
-    Mutant {
-        name: "nemesis_slow_wake",
-        breaks: "a blocking acquire sleeps up to 2 s between probes instead of 50 ms",
-        edits: &[("LEAST(0.05,", "LEAST(2.0,")],
-        kill: Kill::Stall,
-        hunt: &[],
-        caught_by: &["wait-wake"],
-    },
-];
-
 impl BrokenBuild {
     pub const ALL: [BrokenBuild; 5] = [
         BrokenBuild::NoDurableCommit,
@@ -110,18 +45,15 @@ impl BrokenBuild {
         BrokenBuild::RenewIgnoresExpiry,
     ];
 
-    /// Its mutant.
+    /// Its mutant in the one catalogue.
     pub fn mutant(self) -> Option<&'static Mutant> {
-        let (list, name) = match self {
-            BrokenBuild::NoDurableCommit => (MUTANTS, "nemesis_no_durable_commit"),
-            BrokenBuild::UnloggedTable => (MUTANTS, "nemesis_unlogged_table"),
-            BrokenBuild::CancelledWaitGrants => (MUTANTS, "nemesis_cancelled_wait_grants"),
-            BrokenBuild::SlowWake => (MUTANTS, "nemesis_slow_wake"),
-            BrokenBuild::RenewIgnoresExpiry => {
-                (harness::extension::MUTANTS, "renew_ignores_expiry")
-            }
-        };
-        list.iter().find(|m| m.name == name)
+        harness::mutants::find(match self {
+            BrokenBuild::NoDurableCommit => "nemesis_no_durable_commit",
+            BrokenBuild::UnloggedTable => "nemesis_unlogged_table",
+            BrokenBuild::CancelledWaitGrants => "nemesis_cancelled_wait_grants",
+            BrokenBuild::SlowWake => "nemesis_slow_wake",
+            BrokenBuild::RenewIgnoresExpiry => "renew_ignores_expiry",
+        })
     }
 
     /// The build's files; `None` when an edit no longer matches the shipped script
@@ -145,18 +77,69 @@ mod tests {
         }
     }
 
-    /// Each fault check a mutant names as catching it has that mutant's build as its control.
+    /// The catalogue's fault-only mutants (hunted by `Mode::Faults`).
+    fn fault_only() -> Vec<&'static Mutant> {
+        harness::mutants::MUTANTS
+            .iter()
+            .filter(|m| !m.fault_checks().is_empty())
+            .collect()
+    }
+
+    /// The gate's quick fault set meets every fault-only mutant with a check that catches it.
     #[test]
-    fn caught_by_names_the_checks_whose_control_it_is() {
+    fn the_quick_fault_set_has_a_check_catching_each_mutant() {
+        use crate::fault::Fault;
+        for m in fault_only() {
+            let caught = m.fault_checks().iter().any(|name| {
+                let fault: Fault = name.parse().unwrap_or_else(|e| panic!("{}: {e}", m.name));
+                Fault::QUICK.contains(&fault)
+            });
+            assert!(caught, "{} is caught by none of Fault::QUICK", m.name);
+        }
+    }
+
+    /// Each fault check a catalogue mutant names as hunting it has that mutant's build as
+    /// its control, and every broken-build control is such a mutant or a campaign one.
+    #[test]
+    fn the_fault_checks_a_mutant_names_have_it_as_their_control() {
         use crate::checks::{control, Breakage};
         use crate::fault::Fault;
-        for m in MUTANTS {
-            for name in m.caught_by {
+        let fault_only = fault_only();
+        assert_eq!(fault_only.len(), 4);
+        for m in fault_only {
+            for name in m.fault_checks() {
                 let fault: Fault = name.parse().unwrap_or_else(|e| panic!("{}: {e}", m.name));
                 let Breakage::Build(b) = control(fault).breakage else {
                     panic!("{fault}'s control is not a build");
                 };
                 assert_eq!(b.mutant().map(|x| x.name), Some(m.name), "{fault}");
+            }
+        }
+        for b in BrokenBuild::ALL {
+            assert!(b.mutant().is_some(), "{b:?} is not in the catalogue");
+        }
+    }
+
+    /// What the catalogue says kills a fault-only mutant is what its fault checks'
+    /// controls accept: a violation of one of the invariants, or, for a stall, a broken
+    /// expectation of the situation.
+    #[test]
+    fn a_fault_only_mutants_kill_is_what_its_controls_accept() {
+        use crate::checks::{control, Expect};
+        use crate::fault::Fault;
+        use harness::mutants::Kill;
+        for m in fault_only() {
+            for name in m.fault_checks() {
+                let fault: Fault = name.parse().unwrap_or_else(|e| panic!("{}: {e}", m.name));
+                match (m.kill, control(fault).expects) {
+                    (Kill::Stall, Expect::Unexpected(_)) => {}
+                    (kill, Expect::Violation(accepted)) if kill != Kill::Stall => {
+                        for inv in kill.invariants() {
+                            assert!(accepted.contains(&inv), "{}: {inv} via {fault}", m.name);
+                        }
+                    }
+                    (kill, expects) => panic!("{}: {kill:?} but {fault} expects {expects}", m.name),
+                }
             }
         }
     }

@@ -133,7 +133,7 @@ pub async fn run_routed(
             cluster,
         )
     };
-    let postgres = cluster.install().version.full.clone();
+    let postgres = cluster.version().full.clone();
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], cluster.port()));
     let proxy = match Proxy::start(addr).await {
         Ok(p) => p,

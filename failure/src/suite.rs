@@ -5,6 +5,7 @@
 use crate::checks::{self, caught, control, Breakage, CheckFailure, CheckResult, Control};
 use crate::error::FaultError;
 use crate::fault::Fault;
+use harness::extension::ExtensionFiles;
 use harness::pg::PgInstall;
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -112,14 +113,19 @@ fn defended(fault: Fault) -> String {
         .join(",")
 }
 
-/// Runs `fault`'s check (or its control) on `install`, timed.
-pub async fn run_one(fault: Fault, run: Run, install: &PgInstall) -> CheckRun {
+/// Runs `fault`'s check (or its control) on `install` against `build`, timed.
+pub async fn run_one(
+    fault: Fault,
+    run: Run,
+    install: &PgInstall,
+    build: &ExtensionFiles,
+) -> CheckRun {
     let started = Instant::now();
     let breakage = match run {
         Run::Check => None,
         Run::Control(c) => Some(c.breakage),
     };
-    let result = checks::run(fault, install, breakage).await;
+    let result = checks::run(fault, install, build, breakage).await;
     CheckRun {
         fault,
         run,
@@ -128,21 +134,22 @@ pub async fn run_one(fault: Fault, run: Run, install: &PgInstall) -> CheckRun {
     }
 }
 
-/// Runs the checks of `faults` on `install` one after the other (each on a cluster of its
-/// own), each followed by its negative control when `controls`; `each` sees every run as
+/// Runs the checks of `faults` on `install` against `build` one after the other (each on
+/// a cluster of its own), each followed by its negative control when `controls`; `each` sees every run as
 /// it ends (progress, a summary line).
 pub async fn run_all(
     install: &PgInstall,
+    build: &ExtensionFiles,
     faults: &[Fault],
     controls: bool,
     mut each: impl FnMut(&CheckRun),
 ) -> Vec<CheckRun> {
     let mut runs = Vec::new();
     for &fault in faults {
-        let check = run_one(fault, Run::Check, install).await;
+        let check = run_one(fault, Run::Check, install, build).await;
         each(&check);
         let control_run = match controls {
-            true => Some(control_of(fault, &check, install).await),
+            true => Some(control_of(fault, &check, install, build).await),
             false => None,
         };
         runs.push(check);
@@ -156,11 +163,16 @@ pub async fn run_all(
 
 /// `fault`'s negative control: a doctored one is judged on the check's history, the
 /// others run on their own.
-async fn control_of(fault: Fault, check: &CheckRun, install: &PgInstall) -> CheckRun {
+async fn control_of(
+    fault: Fault,
+    check: &CheckRun,
+    install: &PgInstall,
+    build: &ExtensionFiles,
+) -> CheckRun {
     let c = control(fault);
     let run = Run::Control(c);
     if !matches!(c.breakage, Breakage::Doctored(_)) {
-        return run_one(fault, run, install).await;
+        return run_one(fault, run, install, build).await;
     }
     let started = Instant::now();
     let result = match &check.result {
@@ -181,9 +193,11 @@ async fn control_of(fault: Fault, check: &CheckRun, install: &PgInstall) -> Chec
     }
 }
 
-/// Every named check (and control) on PostgreSQL `major` (found or fetched).
+/// Every named check (and control) on PostgreSQL `major` (found or fetched) against
+/// `build`.
 pub async fn run_major(
     major: u32,
+    build: &ExtensionFiles,
     controls: bool,
     each: impl FnMut(&CheckRun),
 ) -> Result<Vec<CheckRun>, FaultError> {
@@ -194,5 +208,5 @@ pub async fn run_major(
             what: "find or fetch the PostgreSQL install",
             source,
         })?;
-    Ok(run_all(&install, &Fault::ALL, controls, each).await)
+    Ok(run_all(&install, build, &Fault::ALL, controls, each).await)
 }

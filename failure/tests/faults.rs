@@ -8,7 +8,7 @@
 
 use harness::pg::{test_majors, PgInstall};
 use nemesis::checks::{self, caught, control, Breakage, CheckResult};
-use nemesis::Fault;
+use nemesis::{builds, Fault};
 
 fn install(major: u32) -> Option<PgInstall> {
     if !test_majors().contains(&major) {
@@ -36,7 +36,7 @@ async fn passes(fault: Fault, major: u32) {
     let Some(install) = install(major) else {
         return;
     };
-    let result = checks::run(fault, &install, None).await;
+    let result = checks::run(fault, &install, &builds::under_test(), None).await;
     println!("{}", summary(fault, &result));
     let Ok(passed) = &result else {
         panic!("{}", summary(fault, &result));
@@ -69,7 +69,7 @@ async fn control_is_caught(fault: Fault, major: u32) {
     let Some(install) = install(major) else {
         return;
     };
-    let result = checks::run(fault, &install, Some(c.breakage)).await;
+    let result = checks::run(fault, &install, &builds::under_test(), Some(c.breakage)).await;
     println!(
         "control of {fault} ({:?}): {}",
         c.breakage,

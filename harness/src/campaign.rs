@@ -452,7 +452,7 @@ impl Quota {
 
 /// Runs `campaign` on `cluster` and judges its history.
 pub async fn run(cluster: &Cluster, campaign: &Campaign, progress: Arc<dyn Progress>) -> Report {
-    let postgres = cluster.install().version.full.clone();
+    let postgres = cluster.version().full.clone();
     let mut database = None;
     match prepare(cluster, campaign, &mut database).await {
         Ok(recording) => {
@@ -617,8 +617,9 @@ async fn install_files(
     prefix: &str,
 ) -> Result<String, InfraError> {
     let name = name.to_string();
-    files
-        .install(cluster.install())
+    cluster
+        .provide_extension(files)
+        .await
         .map_err(|source| InfraError::Install {
             target: name.clone(),
             source,
@@ -689,7 +690,7 @@ pub async fn prepare(
         campaign: campaign.clone(),
         recorder: Arc::new(recorder),
         database: db,
-        postgres: cluster.install().version.full.clone(),
+        postgres: cluster.version().full.clone(),
         pauses: (0..campaign.workload.processes)
             .map(|_| watch::channel(false).0)
             .collect(),
@@ -725,7 +726,7 @@ fn meta(cluster: &Cluster, campaign: &Campaign) -> BTreeMap<String, serde_json::
         ("target".to_string(), target.into()),
         (
             "postgres".to_string(),
-            cluster.install().version.full.clone().into(),
+            cluster.version().full.clone().into(),
         ),
         ("seed".to_string(), campaign.seed.into()),
         ("mode".to_string(), "free".into()),

@@ -2,10 +2,12 @@
 //! a real server. Used by `cargo test` (per major) and by `leasecheck run`.
 //!
 //! Each check gets its own database on a shared cluster; checks that restart
-//! or crash the server start a cluster of their own from the same install.
+//! or crash the server start a cluster of their own from the same install, and so need a
+//! managed cluster ([`Check::needs_managed_server`]; on an external server they end in
+//! [`crate::pg::PgError::NotManaged`]).
 
 use crate::client::{self, Acquire, Calls, LeaseError};
-use crate::pg::{Cluster, PgInstall};
+use crate::pg::Cluster;
 use crate::session::SessionSettings;
 use behaviour::*;
 
@@ -84,6 +86,9 @@ type CheckFuture<'a> = Pin<Box<dyn Future<Output = CheckResult> + Send + 'a>>;
 #[derive(Clone, Copy)]
 pub struct Check {
     pub name: &'static str,
+    /// The check stops, restarts or crashes a server of its own from the cluster's
+    /// install: it cannot run on an external server.
+    pub needs_managed_server: bool,
     run: for<'a> fn(&'a Ctx<'a>) -> CheckFuture<'a>,
 }
 
@@ -95,7 +100,6 @@ impl std::fmt::Debug for Check {
 
 /// What a check can use.
 pub struct Ctx<'a> {
-    pub install: &'a PgInstall,
     pub cluster: &'a Cluster,
     /// The extension under test: pg_lease or a mutant of it.
     pub extension: &'a str,
@@ -231,8 +235,8 @@ pub const CHECK_TIMEOUT: Duration = Duration::from_secs(240);
 
 /// Runs the checks whose name contains `filter` (all when None), one after
 /// another, against pg_lease (already installed on `cluster`'s install).
-pub async fn run(install: &PgInstall, cluster: &Cluster, filter: Option<&str>) -> Report {
-    run_against(install, cluster, crate::extension::NAME, |name| {
+pub async fn run(cluster: &Cluster, filter: Option<&str>) -> Report {
+    run_against(cluster, crate::extension::NAME, |name| {
         filter.is_none_or(|f| name.contains(f))
     })
     .await
@@ -240,26 +244,17 @@ pub async fn run(install: &PgInstall, cluster: &Cluster, filter: Option<&str>) -
 
 /// Runs the selected checks against the named extension (pg_lease or a mutant).
 pub async fn run_against(
-    install: &PgInstall,
     cluster: &Cluster,
     extension: &str,
     select: impl Fn(&str) -> bool,
 ) -> Report {
-    run_with(
-        install,
-        cluster,
-        extension,
-        &SessionSettings::none(),
-        select,
-    )
-    .await
+    run_with(cluster, extension, &SessionSettings::none(), select).await
 }
 
 /// Runs the selected checks against the named extension with every connection they open
 /// under `session` (specs/SEMANTICS.md section 10): its settings on connect, keys and
 /// owners of the typed calls through its collation, its setup in every database.
 pub async fn run_with(
-    install: &PgInstall,
     cluster: &Cluster,
     extension: &str,
     session: &SessionSettings,
@@ -272,7 +267,6 @@ pub async fn run_with(
             continue;
         }
         let ctx = Ctx {
-            install,
             cluster,
             extension,
             check: check.name,
@@ -294,7 +288,7 @@ pub async fn run_with(
         });
     }
     Report {
-        version: install.version.full.clone(),
+        version: cluster.version().full.clone(),
         outcomes,
     }
 }
@@ -311,6 +305,14 @@ macro_rules! check {
     ($name:ident) => {
         Check {
             name: stringify!($name),
+            needs_managed_server: false,
+            run: |ctx| Box::pin($name(ctx)),
+        }
+    };
+    ($name:ident, restarts) => {
+        Check {
+            name: stringify!($name),
+            needs_managed_server: true,
             run: |ctx| Box::pin($name(ctx)),
         }
     };
@@ -336,8 +338,8 @@ pub fn checks() -> Vec<Check> {
         check!(exactly_one_of_concurrent_acquirers_wins),
         check!(blocking_waiters_never_stall_the_holders_renew),
         check!(a_waiter_that_lost_a_race_never_stalls_the_holders_renew),
-        check!(committed_state_survives_restart_and_crash),
-        check!(downtime_never_extends_ownership),
+        check!(committed_state_survives_restart_and_crash, restarts),
+        check!(downtime_never_extends_ownership, restarts),
         check!(functions_are_security_definer_volatile_with_pinned_search_path),
         check!(table_is_private_and_functions_are_public),
         check!(trusted_install_by_a_non_superuser_and_drop_destroys_state),

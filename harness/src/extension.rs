@@ -228,19 +228,32 @@ impl Build {
         })
     }
 
+    /// The build under its given name: what the owner of an existing server installed
+    /// there (its `files` are the files as given).
+    pub fn under_given_name(&self) -> Build {
+        Build {
+            files: self.given.clone(),
+            ..self.clone()
+        }
+    }
+
     /// SHA-256 (hex) of each script as given, with its file name, in name order.
     pub fn script_digests(&self) -> Vec<(String, String)> {
-        use sha2::{Digest, Sha256};
         self.given
             .scripts
             .iter()
-            .map(|(file, text)| {
-                let digest = Sha256::digest(text.as_bytes());
-                let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-                (file.clone(), hex)
-            })
+            .map(|(file, text)| (file.clone(), sha256_hex(text)))
             .collect()
     }
+}
+
+/// The SHA-256 of `text`, in lower-case hex (the `sha256sum` format).
+pub fn sha256_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn read(path: &Path) -> Result<String, BuildError> {

@@ -238,8 +238,9 @@ async fn prepare(
 ) -> Result<(Recorder, String), FencedError> {
     let target = config.target.to_string();
     let files = config.target.files().map_err(InfraError::from)?;
-    files
-        .install(cluster.install())
+    cluster
+        .provide_extension(&files)
+        .await
         .map_err(|source| InfraError::Install {
             target: target.clone(),
             source,

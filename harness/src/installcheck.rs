@@ -37,7 +37,9 @@ pub fn find_pgxs_pg_config(cluster: &Cluster) -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("LEASECHECK_PG_CONFIG") {
         candidates.push(PathBuf::from(p));
     }
-    candidates.push(cluster.install().bin("pg_config"));
+    if let Ok(install) = cluster.install() {
+        candidates.push(install.bin("pg_config"));
+    }
     candidates.push(PathBuf::from("pg_config"));
     if let Ok(dir) = fs::read_dir("/usr/lib/postgresql") {
         let mut dirs: Vec<PathBuf> = dir
@@ -60,7 +62,7 @@ pub fn find_pgxs_pg_config(cluster: &Cluster) -> Result<PathBuf> {
         }
     }
     Err(PgError::NotFound {
-        major: cluster.install().version.major,
+        major: cluster.version().major,
         tried,
         hint: "no PGXS (pg_config --pgxs) found; install postgresql-client-15 (Debian) or \
                postgresql-server-dev, or set LEASECHECK_PG_CONFIG"
@@ -138,7 +140,7 @@ pub fn run_within(
         }
     }
     Ok(InstallcheckReport {
-        server_version: cluster.install().version.full.clone(),
+        server_version: cluster.version().full.clone(),
         passed: status.success(),
         output,
         diffs,

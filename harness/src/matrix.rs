@@ -307,7 +307,7 @@ pub async fn plan(setting: Setting, cluster: &Cluster) -> Result<Plan, MatrixErr
                 .map_err(db_error("looking for ICU collations"))?;
             if !icu {
                 return Err(MatrixError::NoIcu {
-                    major: cluster.install().version.major,
+                    major: cluster.version().major,
                 });
             }
             session.setup = vec![format!(
@@ -1049,7 +1049,7 @@ pub async fn campaign(
         "matrix-{}-{}-pg{}",
         plan.setting.name().replace(['/', ' '], "_"),
         version.extension(),
-        cluster.install().version.major
+        cluster.version().major
     );
     let c = Campaign {
         workload: plan.workload.clone(),
@@ -1366,7 +1366,6 @@ pub const V010_CONFORMANCE: [&str; 4] = [
 /// each check judged by its [`expectation`]. `only`: run just these checks.
 pub async fn conformance(
     plan: &Plan,
-    install: &PgInstall,
     cluster: &Cluster,
     version: Version,
     only: Option<&[&str]>,
@@ -1386,7 +1385,7 @@ pub async fn conformance(
     let report = match bounded(
         "the conformance suite",
         Duration::from_secs(300),
-        conformance::run_with(install, cluster, version.extension(), &plan.session, |n| {
+        conformance::run_with(cluster, version.extension(), &plan.session, |n| {
             selected.contains(&n)
         }),
     )
@@ -1511,8 +1510,7 @@ pub async fn run_major(
     let slots = Arc::new(tokio::sync::Semaphore::new(options.parallel.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
     for (i, setting) in settings.iter().copied().enumerate() {
-        let (install, cluster, campaigns, slots) = (
-            Arc::clone(&install),
+        let (cluster, campaigns, slots) = (
             Arc::clone(&cluster),
             Arc::clone(&campaigns),
             Arc::clone(&slots),
@@ -1523,7 +1521,7 @@ pub async fn run_major(
         };
         tasks.spawn(async move {
             let _slot = slots.acquire_owned().await;
-            run_setting(major, setting, &install, &cluster, size, &campaigns).await
+            run_setting(major, setting, &cluster, size, &campaigns).await
         });
     }
     let mut rows = Vec::new();
@@ -1548,7 +1546,6 @@ pub async fn run_major(
 async fn run_setting(
     major: u32,
     setting: Setting,
-    install: &PgInstall,
     cluster: &Cluster,
     size: CampaignSize,
     campaigns: &tokio::sync::Semaphore,
@@ -1616,7 +1613,7 @@ async fn run_setting(
             Version::V010 => continue,
         };
         let started = Instant::now();
-        let (verdict, figures) = conformance(&plan, install, cluster, version, only).await;
+        let (verdict, figures) = conformance(&plan, cluster, version, only).await;
         rows.push(row(
             Suite::Conformance,
             Some(version),

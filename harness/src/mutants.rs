@@ -41,6 +41,12 @@ pub enum Mode {
     /// Stepped plans from seeds ([`crate::stepped`]): one step at a time, a blocked step
     /// left waiting while the plan goes on, so lock waits last across other steps.
     Stepped,
+    /// The named fault check of the fault-injection crate (`nemesis::checks`, a fault
+    /// such as `crash`), whose negative control this mutant is: a crash, a cancel or a
+    /// wake-up shows what no fault-free campaign can. The harness's hunts do not run it
+    /// (nemesis builds on the harness): `leasecheck faults --fault NAME --controls` and the
+    /// gate's faults suite do.
+    Faults(&'static str),
 }
 
 impl Mode {
@@ -48,13 +54,22 @@ impl Mode {
         match self {
             Mode::Free => "free",
             Mode::Stepped => "stepped",
+            Mode::Faults(_) => "faults",
         }
+    }
+
+    /// Whether the harness's hunts run it (a history campaign, not a fault check).
+    pub fn is_campaign(self) -> bool {
+        !matches!(self, Mode::Faults(_))
     }
 }
 
 impl fmt::Display for Mode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        match self {
+            Mode::Faults(fault) => write!(f, "the {fault} fault check"),
+            _ => f.write_str(self.name()),
+        }
     }
 }
 
@@ -117,8 +132,8 @@ impl Kill {
     }
 }
 
-/// A deliberately broken pg_lease: a negative control of the history campaigns (and of
-/// the conformance checks named in `caught_by`).
+/// A deliberately broken pg_lease: a negative control of the history campaigns or of the
+/// fault checks (its [`Mode`]s), and of the conformance checks named in `caught_by`.
 #[derive(Clone, Copy, Debug)]
 pub struct Mutant {
     pub name: &'static str,
@@ -126,13 +141,31 @@ pub struct Mutant {
     pub breaks: &'static str,
     /// What kills it: the invariant a verdict must name, or a stall.
     pub kill: Kill,
-    /// Which campaigns hunt it, in the order they are tried.
+    /// Which campaigns (or fault checks) hunt it, in the order they are tried.
     pub hunt: &'static [Mode],
     /// Exact (unique) text replacements applied to the 0.2.0 definitions
     /// ([`crate::extension::SCRIPT`]).
     pub edits: &'static [(&'static str, &'static str)],
     /// Conformance checks that must fail against this mutant.
     pub caught_by: &'static [&'static str],
+}
+
+impl Mutant {
+    /// Whether a history campaign of the harness hunts it (else only fault checks do).
+    pub fn hunted_by_campaigns(&self) -> bool {
+        self.hunt.iter().any(|m| m.is_campaign())
+    }
+
+    /// The fault checks that hunt it (`crash`, ...).
+    pub fn fault_checks(&self) -> Vec<&'static str> {
+        self.hunt
+            .iter()
+            .filter_map(|m| match m {
+                Mode::Faults(fault) => Some(*fault),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// A mutant edit that no longer matches the script (the script changed).
@@ -219,6 +252,10 @@ impl Entry {
     /// How it is killed, in one line.
     pub fn killed_by(&self) -> String {
         match self {
+            Entry::Sql(m) if !m.hunted_by_campaigns() => format!(
+                "the {} fault check, whose negative control it is (`leasecheck faults --controls`)",
+                m.fault_checks().join(" or ")
+            ),
             Entry::Sql(m) => {
                 let modes: Vec<&str> = m.hunt.iter().map(|h| h.name()).collect();
                 format!("{} in a {} campaign", m.kill.wanted(), modes.join(" or "))
@@ -304,10 +341,14 @@ mod tests {
         );
     }
 
-    /// A stall is what kills the lock-behaviour mutants, and only a stepped run sees one.
+    /// A stall is what kills the lock-behaviour mutants, and only a stepped run sees one
+    /// (a wake-up too slow is seen by its fault check instead).
     #[test]
     fn stall_mutants_are_hunted_by_stepped_runs() {
-        for m in MUTANTS.iter().filter(|m| m.kill == Kill::Stall) {
+        for m in MUTANTS
+            .iter()
+            .filter(|m| m.kill == Kill::Stall && m.hunted_by_campaigns())
+        {
             assert_eq!(m.hunt, &[Mode::Stepped], "{}", m.name);
         }
     }

@@ -90,7 +90,7 @@ impl<'c> Stage<'c> {
 
     /// The server's version, e.g. `15.18`.
     pub fn postgres(&self) -> &str {
-        &self.cluster.install().version.full
+        &self.cluster.version().full
     }
 
     /// Every key never leased again (the state a fresh install has). A fresh stage is

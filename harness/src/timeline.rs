@@ -13,7 +13,7 @@ use model::history::{
     History, NemesisEffect, NemesisRecord, OpId, OpRecord, OpResult, ProcessId, TxnEnd, TxnId,
     TxnRecord,
 };
-use model::{Interval, Op, Outcome, Row, Span, Ts};
+use model::{Op, Outcome, Row, Span, Ts};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write};
 
@@ -1038,7 +1038,7 @@ impl Page<'_> {
             "{mark}op {} · process {}{txn}\n{} → {}\nserver [{}, {}] ms{derived}",
             op.id,
             op.process,
-            call_text(&op.call),
+            model::checker::describe_call(&op.call),
             result_text(&op.result, f.origin),
             f.bound(w.t0()),
             f.bound(w.t1())
@@ -1128,60 +1128,6 @@ fn name(n: &str) -> String {
     } else {
         let cut: String = n.chars().take(NAME_CHARS).collect();
         format!("{cut:?}…")
-    }
-}
-
-fn opt_name(n: &Option<String>) -> String {
-    n.as_deref().map_or("NULL".to_string(), name)
-}
-
-fn interval_text(i: &Option<Interval>) -> String {
-    match i {
-        None => "NULL".to_string(),
-        Some(i) if i.months == 0 && i.days == 0 => format!("{}ms", i.micros as f64 / 1000.0),
-        Some(i) => format!("{} mons {} days {}us", i.months, i.days, i.micros),
-    }
-}
-
-fn epoch_text(e: &Option<i64>) -> String {
-    e.map_or("NULL".to_string(), |e| e.to_string())
-}
-
-/// `acquire("k", "a", ttl 30000ms, wait 0ms)`, as the checker's explanations write calls.
-fn call_text(call: &Op<String, String>) -> String {
-    match call {
-        Op::Acquire {
-            key,
-            owner,
-            ttl,
-            wait,
-        } => format!(
-            "acquire({}, {}, ttl {}, wait {})",
-            opt_name(key),
-            opt_name(owner),
-            interval_text(ttl),
-            interval_text(wait)
-        ),
-        Op::Renew {
-            key,
-            owner,
-            epoch,
-            ttl,
-        } => format!(
-            "renew({}, {}, epoch {}, ttl {})",
-            opt_name(key),
-            opt_name(owner),
-            epoch_text(epoch),
-            interval_text(ttl)
-        ),
-        Op::Release { key, owner, epoch } => format!(
-            "release({}, {}, epoch {})",
-            opt_name(key),
-            opt_name(owner),
-            epoch_text(epoch)
-        ),
-        Op::Inspect { key } => format!("inspect({})", opt_name(key)),
-        Op::Expire { key } => format!("lapse({})", name(key)),
     }
 }
 

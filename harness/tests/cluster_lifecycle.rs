@@ -118,7 +118,12 @@ async fn committed_state_survives_restart_and_crash_and_drop_cleans_up() {
         );
 
         let pid = cluster.postmaster_pid().unwrap();
-        let root: PathBuf = cluster.data_dir().parent().unwrap().to_path_buf();
+        let root: PathBuf = cluster
+            .data_dir()
+            .expect("a managed cluster")
+            .parent()
+            .unwrap()
+            .to_path_buf();
         drop(cluster);
         assert!(!alive(pid), "PG {major}: Drop left postmaster {pid}");
         assert!(!root.exists(), "PG {major}: Drop left {}", root.display());
@@ -134,7 +139,7 @@ fn panic_while_holding_a_cluster_cleans_up() {
         let cluster = Cluster::start(&install).unwrap();
         tx.send((
             cluster.postmaster_pid().unwrap(),
-            cluster.data_dir().to_path_buf(),
+            cluster.data_dir().expect("a managed cluster").to_path_buf(),
         ))
         .unwrap();
         panic!("deliberate panic with a live cluster");
@@ -156,7 +161,7 @@ fn child_holds_shared_cluster() {
     println!(
         "CLUSTER {} {}",
         cluster.postmaster_pid().unwrap(),
-        cluster.data_dir().display()
+        cluster.data_dir().expect("a managed cluster").display()
     );
     if mode == "hang" {
         std::thread::sleep(Duration::from_secs(600));

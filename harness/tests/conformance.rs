@@ -7,9 +7,8 @@ use harness::pg::{shared, test_majors, Cluster, PgInstall};
 async fn every_documented_behaviour_holds_on_every_tested_major() {
     let mut failed = Vec::new();
     for major in test_majors() {
-        let install = PgInstall::ensure(major).unwrap();
         let cluster = shared(major).unwrap();
-        let report = harness::conformance::run(&install, cluster, None).await;
+        let report = harness::conformance::run(cluster, None).await;
         println!("{}", report.render());
         assert_eq!(report.outcomes.len(), harness::conformance::checks().len());
         failed.extend(report.failures().map(|f| format!("PG {major}: {}", f.name)));
@@ -40,7 +39,7 @@ async fn every_mutant_is_caught_by_the_checks_that_guard_it() {
                 mutant.name
             );
         }
-        let report = harness::conformance::run_against(&install, cluster, &files.name, |n| {
+        let report = harness::conformance::run_against(cluster, &files.name, |n| {
             mutant.caught_by.contains(&n)
         })
         .await;
@@ -77,11 +76,10 @@ async fn an_unreachable_server_is_an_infrastructure_failure_not_a_violation() {
         "acquire_grants_epoch_1_expiring_at_server_time_plus_ttl",
         "invalid_input_is_22023_naming_every_violation_and_changes_nothing",
     ];
-    let report =
-        harness::conformance::run_against(&install, &cluster, harness::extension::NAME, |n| {
-            selected.contains(&n)
-        })
-        .await;
+    let report = harness::conformance::run_against(&cluster, harness::extension::NAME, |n| {
+        selected.contains(&n)
+    })
+    .await;
     println!("{}", report.render());
     assert_eq!(report.outcomes.len(), selected.len());
     for o in &report.outcomes {

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 fn under_test(cluster: &Cluster) -> String {
     let files = ExtensionFiles::renamed("pg_lease_hostile_under_test");
     files
-        .install(cluster.install())
+        .install(cluster.install().expect("a managed cluster"))
         .expect("install pg_lease's files");
     files.name
 }

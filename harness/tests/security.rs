@@ -1,19 +1,11 @@
 //! The security suite (harness::security) on a trusted install by a non-superuser, on every
-//! tested major: pg_lease 0.2.0 passes every check except its known weaknesses, each of
-//! which fails by the violation it names; pg_lease 0.1.0 fails the checks the issue reported
+//! tested major: pg_lease 0.2.0 passes every check, and its one documented limitation
+//! (SEMANTICS section 8) still reproduces as documented; pg_lease 0.1.0 fails the checks the issue reported
 //! it for; every weakened build (mutant) is caught by the checks that guard it.
 
 use harness::extension::ExtensionFiles;
 use harness::pg::{shared, test_majors, PgInstall};
 use harness::security::{self, CheckError, Report};
-
-/// Checks that pg_lease 0.2.0 fails today, with the text its violation must contain. Each
-/// is a finding reported to the extension's maintainers; when one is fixed, this test fails
-/// until it is removed from here.
-const KNOWN_WEAKNESSES_0_2_0: &[(&str, &str)] = &[(
-    "a_caller_cannot_make_a_lease_write_commit_asynchronously",
-    "was lost in a crash after its caller ran SET CONSTRAINTS ALL IMMEDIATE",
-)];
 
 /// What pg_lease 0.1.0 fails (measured), with the text each violation must contain; every
 /// other check must pass on it.
@@ -35,7 +27,7 @@ const FAILED_BY_0_1_0: &[(&str, &str)] = &[
         "pg_dump by the database owner (who installed pg_lease_v0_1_0) failed",
     ),
     (
-        "a_caller_cannot_make_a_lease_write_commit_asynchronously",
+        "synchronous_commit_off_does_not_make_a_lease_write_asynchronous",
         "a grant committed with SET LOCAL synchronous_commit = off was lost in a crash",
     ),
 ];
@@ -81,7 +73,7 @@ fn judge(major: u32, report: &Report, expected_failures: &[(&str, &str)]) -> Vec
 pub const UNDER_TEST: &str = "pg_lease_security_under_test";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn pg_lease_0_2_0_passes_every_security_check_but_its_known_weaknesses() {
+async fn pg_lease_0_2_0_passes_every_security_check() {
     let mut problems = Vec::new();
     for major in test_majors() {
         let install = PgInstall::ensure(major).expect("the tested major");
@@ -90,7 +82,7 @@ async fn pg_lease_0_2_0_passes_every_security_check_but_its_known_weaknesses() {
         let cluster = shared(major).expect("a cluster of the tested major");
         let report = security::run_against(cluster, &files.name, |_| true).await;
         println!("{}", report.render());
-        problems.extend(judge(major, &report, KNOWN_WEAKNESSES_0_2_0));
+        problems.extend(judge(major, &report, &[]));
     }
     assert!(problems.is_empty(), "{problems:#?}");
 }
@@ -201,4 +193,36 @@ async fn every_security_mutant_is_caught_by_the_checks_that_guard_it() {
         }
     }
     assert!(escaped.is_empty(), "mutants not caught: {escaped:#?}");
+}
+
+/// SEMANTICS section 8 documents one way around the durability trigger: a caller that fires
+/// it early (`SET CONSTRAINTS ALL IMMEDIATE`) and then sets `synchronous_commit = off`
+/// commits its grant asynchronously. The document must stay true: the grant is lost by a
+/// crash right after the acknowledged COMMIT, and the epoch is handed out again. When a
+/// build closes the gap, this fails, and SEMANTICS, README and this test change together.
+/// Its control is the security check
+/// `synchronous_commit_off_does_not_make_a_lease_write_asynchronous`, which the same build
+/// passes: without the early firing, the same crash keeps the grant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_documented_durability_limitation_still_reproduces() {
+    let mut problems = Vec::new();
+    for major in test_majors() {
+        let install = PgInstall::ensure(major).expect("the tested major");
+        let files = ExtensionFiles::renamed(UNDER_TEST);
+        files.install(&install).expect("install pg_lease's files");
+        let bypass = security::durability_bypass(&install, &files.name)
+            .await
+            .expect("the reproduction ran");
+        println!("PG {major}: {bypass:?}");
+        if !bypass.grant_was_lost() {
+            problems.push(format!(
+                "PG {major}: the grant survived the crash: {bypass:?}"
+            ));
+        } else if bypass.next_epoch != Some(1) {
+            problems.push(format!(
+                "PG {major}: the lost grant's epoch was not handed out again: {bypass:?}"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
 }

@@ -97,7 +97,7 @@ pub(super) fn run(args: &CheckArgs, seed: u64, dir: &Path) -> anyhow::Result<i32
         }
         Err(e) => {
             let plan = Plan::from_seed(&config, seed)?;
-            let postgres = cluster.install().version.full.clone();
+            let postgres = cluster.version().full.clone();
             let report = Report::infrastructure(e, postgres, &plan);
             (plan, report, 0)
         }

@@ -102,7 +102,8 @@ fn read_only(host: &Path, inside: &str) -> Mount {
     Mount::bind_mount(host.display().to_string(), inside).with_access_mode(AccessMode::ReadOnly)
 }
 
-/// The bind mounts and the extension options of the inner gate.
+/// The bind mounts and the input options of the inner gate (the build, the PGXS sources,
+/// the bench baseline).
 fn inputs(args: &GateArgs) -> anyhow::Result<(Vec<Mount>, Vec<String>)> {
     let binary = std::env::current_exe().context("finding this leasecheck binary")?;
     let mut mounts = vec![read_only(&binary, BINARY)];
@@ -137,6 +138,18 @@ fn inputs(args: &GateArgs) -> anyhow::Result<(Vec<Mount>, Vec<String>)> {
             format!("{INPUT}/{control_name}"),
         ]);
     }
+    if let Some(baseline) = &args.bench_baseline {
+        mounts.push(read_only(
+            &absolute(baseline)?,
+            &format!("{INPUT}/bench-baseline"),
+        ));
+        options.extend([
+            "--bench-baseline".to_string(),
+            format!("{INPUT}/bench-baseline"),
+            "--bench-threshold".to_string(),
+            args.bench_threshold.to_string(),
+        ]);
+    }
     if let Some(tests) = super::tests_dir(args) {
         mounts.push(read_only(&absolute(&tests)?, &format!("{INPUT}/tests")));
         options.extend(["--tests".to_string(), format!("{INPUT}/tests")]);
@@ -145,7 +158,7 @@ fn inputs(args: &GateArgs) -> anyhow::Result<(Vec<Mount>, Vec<String>)> {
 }
 
 /// The inner gate's command line.
-fn command(args: &GateArgs, major: u32, seed: u64, extension: Vec<String>) -> Vec<String> {
+fn command(args: &GateArgs, major: u32, seed: u64, inputs: Vec<String>) -> Vec<String> {
     let mut cmd: Vec<String> = ["leasecheck", "gate", "--backend", "local", "--pg"]
         .map(String::from)
         .into();
@@ -160,7 +173,10 @@ fn command(args: &GateArgs, major: u32, seed: u64, extension: Vec<String>) -> Ve
     for suite in &args.suites {
         cmd.extend(["--suite".into(), suite.clone()]);
     }
-    cmd.extend(extension);
+    for fault in &args.faults {
+        cmd.extend(["--fault".into(), fault.name().into()]);
+    }
+    cmd.extend(inputs);
     cmd
 }
 
@@ -175,9 +191,9 @@ async fn run_major(
     seed: u64,
     host_report: &Path,
 ) -> anyhow::Result<()> {
-    let (mounts, extension) = inputs(args)?;
+    let (mounts, input_options) = inputs(args)?;
     let mut request = image(args, major)
-        .with_cmd(command(args, major, seed, extension))
+        .with_cmd(command(args, major, seed, input_options))
         .with_mount(Mount::bind_mount(host_report.display().to_string(), REPORT))
         .with_label("org.leasecheck.gate", std::process::id().to_string());
     for mount in mounts {

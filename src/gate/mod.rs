@@ -2,7 +2,10 @@
 //! every suite on every asked major, locally or each major in its own container; prints a
 //! summary table, writes the reports, and exits 0 only if everything passed.
 
+mod bench_suite;
 mod container;
+pub mod dsn;
+mod fault_suite;
 pub mod outcome;
 pub mod report;
 mod suites;
@@ -81,6 +84,18 @@ pub struct GateArgs {
     /// Only these suites (repeatable) [default: all].
     #[arg(long = "suite")]
     pub suites: Vec<String>,
+    /// Only these fault checks in the faults suite (repeatable) [default: --quick one per
+    /// class, --full all; `leasecheck faults --list` names them].
+    #[arg(long = "fault", value_name = "NAME")]
+    pub faults: Vec<nemesis::Fault>,
+    /// A bench result directory (`results/bench/<ts>`, or `<report>/pg<N>/bench` of an
+    /// earlier gate): the bench suite fails when a figure's ratio to its floor grew
+    /// beyond --bench-threshold times the baseline's.
+    #[arg(long)]
+    pub bench_baseline: Option<PathBuf>,
+    /// The bench regression threshold (see bench::compare).
+    #[arg(long, default_value_t = bench::DEFAULT_THRESHOLD, requires = "bench_baseline")]
+    pub bench_threshold: f64,
     /// Where to write summary.json, junit.xml and index.html [default: none written].
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -94,6 +109,12 @@ pub struct GateArgs {
     /// Container backend: use the registry's official postgres:<major> images.
     #[arg(long)]
     pub official_images: bool,
+    /// Gate an existing server instead of starting one: a libpq URL
+    /// (postgres://user[:pw]@host:port/db) or key=value string. The build must be installed
+    /// there (under its own name, default pg_lease); the role needs CREATEDB (superuser for
+    /// every check). Checks that need a restart or crash are skipped.
+    #[arg(long, conflicts_with_all = ["majors", "backend", "image", "official_images"])]
+    pub dsn: Option<String>,
 }
 
 impl GateArgs {
@@ -103,6 +124,28 @@ impl GateArgs {
         } else {
             Size::Quick
         }
+    }
+
+    /// The fault checks of the faults suite.
+    fn fault_checks(&self) -> Vec<nemesis::Fault> {
+        match self.faults.is_empty() {
+            true => fault_suite::of_size(self.size()).to_vec(),
+            false => self.faults.clone(),
+        }
+    }
+
+    /// The bench baseline, read (an unreadable one is refused before anything runs).
+    fn bench_baseline(&self) -> anyhow::Result<Option<bench_suite::Baseline>> {
+        let Some(dir) = &self.bench_baseline else {
+            return Ok(None);
+        };
+        let result = bench::BenchResult::read(dir)
+            .with_context(|| format!("--bench-baseline {}", dir.display()))?;
+        Ok(Some(bench_suite::Baseline {
+            dir: dir.clone(),
+            result,
+            threshold: self.bench_threshold,
+        }))
     }
 }
 
@@ -159,20 +202,36 @@ fn clock_seed() -> u64 {
 /// Runs the gate; the exit status.
 pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
     let majors = parse_majors(&args.majors)?;
-    let build: &'static Build = Box::leak(Box::new(load_build(args)?));
+    let mut build = load_build(args)?;
+    if let Some(dsn) = &args.dsn {
+        // Its owner installed the build on the server under its own name.
+        build = build.under_given_name();
+        dsn::parse(dsn)?;
+    }
+    let build: &'static Build = Box::leak(Box::new(build));
     let seed = args.seed.unwrap_or_else(clock_seed);
+    let on = match &args.dsn {
+        Some(_) => "an existing server (--dsn)".to_string(),
+        None => format!(
+            "PostgreSQL {}, {:?} backend",
+            majors
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            args.backend
+        ),
+    };
+    let installed = match &args.dsn {
+        Some(_) => format!("installed on the server as {}", build.files.name),
+        None => format!("installed as {}", build.files.name),
+    };
+    let baseline = args.bench_baseline()?;
     println!(
-        "gate: {} {} (installed as {}), {} sizes, PostgreSQL {}, {:?} backend, seed {seed}",
+        "gate: {} {} ({installed}), {} sizes, {on}, seed {seed}",
         build.given.name,
         build.version,
-        build.files.name,
         args.size().word(),
-        majors
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        args.backend
     );
     for (file, sha) in build.script_digests() {
         println!("sha256 {sha}  {file}");
@@ -189,9 +248,17 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
         .report
         .clone()
         .unwrap_or_else(|| scratch.path().to_path_buf());
-    let results = match args.backend {
-        Backend::Local => run_local(args, build, &majors, seed, &report_dir)?,
-        Backend::Container => container::run(args, &majors, seed, &report_dir)?,
+    let mut server = None;
+    let results = match (&args.dsn, args.backend) {
+        (Some(url), _) => {
+            let (results, existing) = dsn::run(args, build, url, seed, &report_dir)?;
+            server = Some(existing);
+            results
+        }
+        (None, Backend::Local) => {
+            run_local(args, build, &majors, seed, &report_dir, baseline.as_ref())?
+        }
+        (None, Backend::Container) => container::run(args, &majors, seed, &report_dir)?,
     };
     let run = GateRun {
         schema: outcome::SCHEMA,
@@ -208,6 +275,7 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
         seconds: clock.elapsed().as_secs_f64(),
         status: GateRun::overall(&results),
         majors: results,
+        server,
     };
     finish(args, &run)
 }
@@ -215,7 +283,26 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
 /// Prints the table and the problems, writes the reports; the exit status.
 fn finish(args: &GateArgs, run: &GateRun) -> anyhow::Result<i32> {
     println!("\n{}", report::table(run));
+    print!("{}", report::figures(run));
     print!("{}", report::problems(run));
+    if let Some(server) = &run.server {
+        println!(
+            "server {} as {}: scripts {}",
+            server.address, server.role, server.scripts
+        );
+        println!(
+            "removed from the server: {} database(s), {} role(s)",
+            server.removed_databases.len(),
+            server.removed_roles.len()
+        );
+    }
+    let skipped = run.skipped();
+    if !skipped.is_empty() {
+        println!("skipped ({}, not passed):", outcome::SKIPPED_NEEDS);
+        for check in skipped {
+            println!("    {check}");
+        }
+    }
     if let Some(dir) = &args.report {
         report::write_all(run, dir)?;
         println!(
@@ -229,7 +316,8 @@ fn finish(args: &GateArgs, run: &GateRun) -> anyhow::Result<i32> {
     Ok(match run.status {
         Status::Passed => EXIT_PASSED,
         Status::Failed => EXIT_FAILED,
-        Status::Infrastructure => EXIT_INFRASTRUCTURE,
+        // Everything was skipped: nothing was checked.
+        Status::Infrastructure | Status::Skipped => EXIT_INFRASTRUCTURE,
     })
 }
 
@@ -249,6 +337,7 @@ fn run_local(
     majors: &[u32],
     seed: u64,
     report_dir: &Path,
+    baseline: Option<&bench_suite::Baseline>,
 ) -> anyhow::Result<Vec<MajorResult>> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
@@ -256,6 +345,7 @@ fn run_local(
         .build()
         .context("starting the async runtime")?;
     let selected = select_suites(&args.suites)?;
+    let faults = args.fault_checks();
     let mut results = Vec::new();
     for &major in majors {
         let bar = spinner();
@@ -267,6 +357,8 @@ fn run_local(
             suites: &selected,
             tests_dir: tests_dir(args),
             report_dir,
+            faults: &faults,
+            bench_baseline: baseline,
         };
         let result = runtime.block_on(local.run(&bar));
         bar.finish_and_clear();
@@ -294,6 +386,29 @@ fn select_suites(names: &[String]) -> anyhow::Result<Vec<suites::Suite>> {
         .collect())
 }
 
+/// Runs `selected` one after another on `ctx`'s server, a line per suite.
+async fn run_suites(
+    ctx: &suites::Ctx<'_>,
+    selected: &[suites::Suite],
+    major: u32,
+    bar: &ProgressBar,
+) -> Vec<SuiteResult> {
+    let mut results = Vec::new();
+    for suite in selected {
+        let result = suite.run(ctx).await;
+        bar.suspend(|| {
+            println!(
+                "PG {major} {:<14} {} ({:.0}s)",
+                result.suite,
+                result.status.word(),
+                result.seconds
+            )
+        });
+        results.push(result);
+    }
+    results
+}
+
 /// One major on the local backend.
 struct LocalMajor<'a> {
     major: u32,
@@ -303,6 +418,8 @@ struct LocalMajor<'a> {
     suites: &'a [suites::Suite],
     tests_dir: Option<PathBuf>,
     report_dir: &'a Path,
+    faults: &'a [nemesis::Fault],
+    bench_baseline: Option<&'a bench_suite::Baseline>,
 }
 
 impl LocalMajor<'_> {
@@ -322,7 +439,6 @@ impl LocalMajor<'_> {
             }
         };
         let ctx = suites::Ctx {
-            install: &install,
             cluster: &cluster,
             build: self.build,
             size: self.size,
@@ -330,22 +446,11 @@ impl LocalMajor<'_> {
             out_dir: self.report_dir.join(format!("pg{}", self.major)),
             report_dir: self.report_dir.to_path_buf(),
             tests_dir: self.tests_dir.clone(),
+            faults: self.faults,
+            bench_baseline: self.bench_baseline,
             bar,
         };
-        let mut results = Vec::new();
-        for suite in self.suites {
-            let result = suite.run(&ctx).await;
-            bar.suspend(|| {
-                println!(
-                    "PG {} {:<14} {} ({:.0}s)",
-                    self.major,
-                    result.suite,
-                    result.status.word(),
-                    result.seconds
-                )
-            });
-            results.push(result);
-        }
+        let results = run_suites(&ctx, self.suites, self.major, bar).await;
         let postgres = Some(install.version.full.clone());
         drop(ctx);
         tokio::task::block_in_place(|| drop(cluster));

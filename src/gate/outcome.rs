@@ -1,5 +1,6 @@
-//! What a gate run found: per major, per suite, per check; passed, failed (a finding about
-//! the extension) or an infrastructure error (no verdict). The JSON summary is these types
+//! What a gate run found: per major, per suite, per check; passed, skipped (it needs a
+//! server the gate manages, and the run was against an existing one), failed (a finding
+//! about the extension) or an infrastructure error (no verdict). The JSON summary is these types
 //! serialised (schema in specs/GATE.md).
 
 use serde::{Deserialize, Serialize};
@@ -10,6 +11,9 @@ use std::time::Duration;
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Passed,
+    /// Not run: the check needs a managed server (a restart, a crash, roles that log in)
+    /// and the gate ran against an existing one (`--dsn`). Never a pass.
+    Skipped,
     /// The machinery could not produce a verdict (install, connect, a hang, a budget that
     /// ran out): never a pass, never a finding.
     Infrastructure,
@@ -23,9 +27,29 @@ impl Status {
         self.max(other)
     }
 
+    /// The status of a group from its members': the worst of those that ran, skipped ones
+    /// aside (they are listed, not passed); skipped when none ran, and an infrastructure
+    /// error when it has no members (nothing ran).
+    pub fn of_group(members: impl IntoIterator<Item = Status>) -> Status {
+        let mut ran = None;
+        let mut skipped = false;
+        for status in members {
+            match status {
+                Status::Skipped => skipped = true,
+                s => ran = Some(ran.map_or(s, |r: Status| r.worst(s))),
+            }
+        }
+        match (ran, skipped) {
+            (Some(status), _) => status,
+            (None, true) => Status::Skipped,
+            (None, false) => Status::Infrastructure,
+        }
+    }
+
     pub fn word(self) -> &'static str {
         match self {
             Status::Passed => "passed",
+            Status::Skipped => "skipped",
             Status::Failed => "FAILED",
             Status::Infrastructure => "INFRA",
         }
@@ -66,6 +90,15 @@ impl CheckResult {
         }
     }
 
+    /// Not run because it needs a managed server; `why` says what it needs one for.
+    pub fn skipped(name: impl Into<String>, why: &str) -> CheckResult {
+        CheckResult {
+            status: Status::Skipped,
+            message: format!("{SKIPPED_NEEDS}: {why}"),
+            ..CheckResult::passed(name, Duration::ZERO)
+        }
+    }
+
     pub fn infrastructure(
         name: impl Into<String>,
         message: String,
@@ -79,6 +112,9 @@ impl CheckResult {
     }
 }
 
+/// How every skipped check's message starts.
+pub const SKIPPED_NEEDS: &str = "needs a managed server";
+
 /// One suite on one major.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SuiteResult {
@@ -86,21 +122,39 @@ pub struct SuiteResult {
     pub status: Status,
     pub seconds: f64,
     pub checks: Vec<CheckResult>,
+    /// The latencies the bench suite measured (empty for the other suites).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub figures: Vec<LatencyFigure>,
+}
+
+/// One latency figure of the bench suite: a workload's op at a client count (the median
+/// of the repeats).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyFigure {
+    pub workload: String,
+    pub op: String,
+    pub clients: u32,
+    /// Which driver measured it (`rust-closed`).
+    pub driver: String,
+    /// Calls measured (the median repeat's).
+    pub count: u64,
+    pub throughput_per_s: f64,
+    pub p50_us: f64,
+    pub p95_us: f64,
+    pub p99_us: f64,
 }
 
 impl SuiteResult {
-    /// The suite's status is its worst check's (a suite without checks did not run).
+    /// The suite's status is its checks' ([`Status::of_group`]; a suite without checks
+    /// did not run).
     pub fn of(suite: &str, checks: Vec<CheckResult>, elapsed: Duration) -> SuiteResult {
-        let status = if checks.is_empty() {
-            Status::Infrastructure
-        } else {
-            checks.iter().fold(Status::Passed, |s, c| s.worst(c.status))
-        };
+        let status = Status::of_group(checks.iter().map(|c| c.status));
         SuiteResult {
             suite: suite.to_string(),
             status,
             seconds: elapsed.as_secs_f64(),
             checks,
+            figures: Vec::new(),
         }
     }
 }
@@ -111,7 +165,7 @@ pub struct MajorResult {
     pub major: u32,
     /// The server's full version (none when no server could be started).
     pub postgres: Option<String>,
-    /// `local` or `container`.
+    /// `local`, `container` or `dsn` (an existing server).
     pub backend: String,
     pub status: Status,
     pub suites: Vec<SuiteResult>,
@@ -124,11 +178,7 @@ impl MajorResult {
         backend: &str,
         suites: Vec<SuiteResult>,
     ) -> MajorResult {
-        let status = if suites.is_empty() {
-            Status::Infrastructure
-        } else {
-            suites.iter().fold(Status::Passed, |s, r| s.worst(r.status))
-        };
+        let status = Status::of_group(suites.iter().map(|s| s.status));
         MajorResult {
             major,
             postgres,
@@ -162,17 +212,64 @@ pub struct GateRun {
     pub seconds: f64,
     pub status: Status,
     pub majors: Vec<MajorResult>,
+    /// The existing server of a `--dsn` run (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ExistingServer>,
 }
 
-/// The summary format this build writes.
-pub const SCHEMA: u32 = 1;
+/// The existing server a `--dsn` run gated, and whether its files are the build's.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExistingServer {
+    /// `host:port/database` (never the password).
+    pub address: String,
+    /// The role the gate connected as.
+    pub role: String,
+    /// Whether the server's installed scripts were read and found identical to the build's
+    /// (when false, the digests are of the local build only).
+    pub scripts_verified: bool,
+    /// What the comparison found, or why it could not be made.
+    pub scripts: String,
+    /// What the gate created on the server and dropped at the end.
+    pub removed_databases: Vec<String>,
+    pub removed_roles: Vec<String>,
+}
+
+/// The summary format this build writes (2: the `skipped` status and `server`).
+pub const SCHEMA: u32 = 2;
 
 impl GateRun {
-    /// The status over all majors (no major run is an infrastructure error).
+    /// The status over all majors ([`Status::of_group`]; no major run is an
+    /// infrastructure error).
     pub fn overall(majors: &[MajorResult]) -> Status {
-        if majors.is_empty() {
-            return Status::Infrastructure;
+        Status::of_group(majors.iter().map(|m| m.status))
+    }
+
+    /// Every skipped check, as `PG <major> <suite> / <check>`.
+    pub fn skipped(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for m in &self.majors {
+            for s in &m.suites {
+                for c in s.checks.iter().filter(|c| c.status == Status::Skipped) {
+                    out.push(format!("PG {} {} / {}", m.major, s.suite, c.name));
+                }
+            }
         }
-        majors.iter().fold(Status::Passed, |s, m| s.worst(m.status))
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Status::{self, *};
+
+    #[test]
+    fn a_skip_is_never_a_pass_and_never_hides_a_finding() {
+        assert_eq!(Status::of_group([Passed, Skipped]), Passed);
+        assert_eq!(Status::of_group([Skipped, Skipped]), Skipped);
+        assert_eq!(Status::of_group([Skipped, Infrastructure]), Infrastructure);
+        assert_eq!(Status::of_group([Passed, Skipped, Failed]), Failed);
+        // The control: without members a group did not run, and is not passed either.
+        assert_eq!(Status::of_group([]), Infrastructure);
+        assert_eq!(Status::of_group([Passed, Infrastructure]), Infrastructure);
     }
 }

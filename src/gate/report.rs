@@ -2,7 +2,7 @@
 //! (`summary.json`, specs/GATE.md), JUnit XML (`junit.xml`) and a self-contained HTML page
 //! (`index.html`) linking each failure's timeline.
 
-use super::outcome::{CheckResult, GateRun, Status};
+use super::outcome::{CheckResult, GateRun, Status, SuiteResult};
 use anyhow::Context;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -21,12 +21,36 @@ pub fn table(run: &GateRun) -> String {
             }
         }
     }
+    let cells: Vec<Vec<String>> = run
+        .majors
+        .iter()
+        .map(|m| {
+            suites
+                .iter()
+                .map(|name| {
+                    m.suites
+                        .iter()
+                        .find(|s| s.suite == *name)
+                        .map(cell)
+                        .unwrap_or_else(|| "-".into())
+                })
+                .collect()
+        })
+        .collect();
+    // Columns are 16 wide, wider when a cell needs it (a count of skipped checks).
+    let width = cells
+        .iter()
+        .flatten()
+        .map(String::len)
+        .max()
+        .unwrap_or(0)
+        .max(16);
     let mut out = format!("{:<16}", "major");
     for s in &suites {
-        let _ = write!(out, " | {s:<16}");
+        let _ = write!(out, " | {s:<width$}");
     }
     out.push_str(" | gate\n");
-    for m in &run.majors {
+    for (m, row) in run.majors.iter().zip(&cells) {
         let label = format!("PG {}", m.postgres.as_deref().unwrap_or("?"));
         let _ = write!(
             out,
@@ -36,26 +60,36 @@ pub fn table(run: &GateRun) -> String {
                 .take(16)
                 .collect::<String>()
         );
-        for name in &suites {
-            let cell = m
-                .suites
-                .iter()
-                .find(|s| s.suite == *name)
-                .map(|s| format!("{} {:.0}s", s.status.word(), s.seconds))
-                .unwrap_or_else(|| "-".into());
-            let _ = write!(out, " | {cell:<16}");
+        for cell in row {
+            let _ = write!(out, " | {cell:<width$}");
         }
         let _ = writeln!(out, " | {}", m.status.word());
     }
     out
 }
 
-/// Every check that did not pass, with its reason: what to read after the table.
+/// A suite's status and time, with how many of its checks were skipped when some ran.
+fn cell(s: &SuiteResult) -> String {
+    let skipped = s
+        .checks
+        .iter()
+        .filter(|c| c.status == Status::Skipped)
+        .count();
+    if skipped > 0 && s.status != Status::Skipped {
+        format!("{} {:.0}s, {skipped} skipped", s.status.word(), s.seconds)
+    } else {
+        format!("{} {:.0}s", s.status.word(), s.seconds)
+    }
+}
+
+/// Every check that failed or could not run, with its reason: what to read after the
+/// table (skipped checks are listed apart, [`GateRun::skipped`]).
 pub fn problems(run: &GateRun) -> String {
     let mut out = String::new();
     for m in &run.majors {
         for s in &m.suites {
-            for c in s.checks.iter().filter(|c| c.status != Status::Passed) {
+            let shown = |c: &&CheckResult| !matches!(c.status, Status::Passed | Status::Skipped);
+            for c in s.checks.iter().filter(shown) {
                 let _ = writeln!(
                     out,
                     "{} PG {} {} / {}",
@@ -74,6 +108,27 @@ pub fn problems(run: &GateRun) -> String {
                     let _ = writeln!(out, "    {line}");
                 }
             }
+        }
+    }
+    out
+}
+
+/// The bench suite's latencies per major: one line per figure.
+pub fn figures(run: &GateRun) -> String {
+    let mut out = String::new();
+    for m in &run.majors {
+        for f in m.suites.iter().flat_map(|s| &s.figures) {
+            let _ = writeln!(
+                out,
+                "PG {} bench {:<24} @{:<2} p50 {:>8.0} us  p95 {:>8.0} us  p99 {:>8.0} us  {:>7.0}/s",
+                m.major,
+                format!("{}/{}", f.workload, f.op),
+                f.clients,
+                f.p50_us,
+                f.p95_us,
+                f.p99_us,
+                f.throughput_per_s
+            );
         }
     }
     out
@@ -138,9 +193,10 @@ pub fn junit(run: &GateRun) -> String {
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        "<testsuites name=\"leasecheck gate\" tests=\"{tests}\" failures=\"{}\" errors=\"{}\" time=\"{:.3}\">",
+        "<testsuites name=\"leasecheck gate\" tests=\"{tests}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3}\">",
         count(Status::Failed),
         count(Status::Infrastructure),
+        count(Status::Skipped),
         run.seconds
     );
     for m in &run.majors {
@@ -155,9 +211,14 @@ pub fn junit(run: &GateRun) -> String {
                 .iter()
                 .filter(|c| c.status == Status::Infrastructure)
                 .count();
+            let skipped = s
+                .checks
+                .iter()
+                .filter(|c| c.status == Status::Skipped)
+                .count();
             let _ = writeln!(
                 out,
-                "  <testsuite name=\"pg{}.{}\" tests=\"{}\" failures=\"{failed}\" errors=\"{errors}\" time=\"{:.3}\">",
+                "  <testsuite name=\"pg{}.{}\" tests=\"{}\" failures=\"{failed}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{:.3}\">",
                 m.major,
                 xml(&s.suite),
                 s.checks.len(),
@@ -183,6 +244,13 @@ fn testcase(major: u32, suite: &str, c: &CheckResult) -> String {
     let first_line = c.message.lines().next().unwrap_or("");
     match c.status {
         Status::Passed => out.push_str("/>\n"),
+        Status::Skipped => {
+            let _ = write!(
+                out,
+                ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                xml(first_line)
+            );
+        }
         Status::Failed => {
             let message = match &c.invariant {
                 Some(inv) => format!("violates {inv}: {first_line}"),
@@ -230,7 +298,7 @@ pub fn html(run: &GateRun) -> String {
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>leasecheck gate: {}</title>\n\
          <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}\
          td,th{{border:1px solid #999;padding:4px 8px}}.passed{{background:#cfc}}\
-         .failed{{background:#fcc}}.infrastructure{{background:#ffd9a0}}\
+         .failed{{background:#fcc}}.infrastructure{{background:#ffd9a0}}.skipped{{background:#ddd}}\
          pre{{background:#f4f4f4;padding:8px;white-space:pre-wrap}}</style></head><body>\n",
         run.status.word()
     );
@@ -255,10 +323,28 @@ pub fn html(run: &GateRun) -> String {
             s.sha256
         );
     }
-    out.push_str("</ul>\n<h2>Majors × suites</h2>\n");
+    out.push_str("</ul>\n");
+    if let Some(server) = &run.server {
+        let _ = writeln!(
+            out,
+            "<h2>Existing server</h2>\n<p><code>{}</code> as <code>{}</code>: {}</p>",
+            html_text(&server.address),
+            html_text(&server.role),
+            html_text(&server.scripts)
+        );
+    }
+    out.push_str("<h2>Majors × suites</h2>\n");
     out.push_str(&html_table(run));
     out.push_str("<h2>Checks that did not pass</h2>\n");
     out.push_str(&html_problems(run));
+    let figures = figures(run);
+    if !figures.is_empty() {
+        let _ = write!(
+            out,
+            "<h2>Bench figures (Rust closed loop, median of the repeats)</h2>\n<pre>{}</pre>\n",
+            html_text(&figures)
+        );
+    }
     out.push_str("</body></html>\n");
     out
 }
@@ -266,6 +352,7 @@ pub fn html(run: &GateRun) -> String {
 fn status_class(s: Status) -> &'static str {
     match s {
         Status::Passed => "passed",
+        Status::Skipped => "skipped",
         Status::Failed => "failed",
         Status::Infrastructure => "infrastructure",
     }
@@ -299,10 +386,9 @@ fn html_table(run: &GateRun) -> String {
                 Some(s) => {
                     let _ = write!(
                         out,
-                        "<td class=\"{}\">{} {:.0}s</td>",
+                        "<td class=\"{}\">{}</td>",
                         status_class(s.status),
-                        s.status.word(),
-                        s.seconds
+                        html_text(&cell(s))
                     );
                 }
                 None => out.push_str("<td>-</td>"),
@@ -347,4 +433,49 @@ fn html_problems(run: &GateRun) -> String {
         out.push_str("<p>None.</p>\n");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::outcome::{MajorResult, SuiteResult};
+    use std::time::Duration;
+
+    #[test]
+    fn a_skipped_check_is_a_junit_skip_and_a_skipped_table_cell() {
+        let checks = vec![
+            CheckResult::passed("ran", Duration::from_secs(1)),
+            CheckResult::skipped("restarts", "it restarts the server"),
+        ];
+        let suite = SuiteResult::of("conformance", checks, Duration::from_secs(1));
+        let major = MajorResult::of(15, Some("15.18".into()), "dsn", vec![suite]);
+        let run = GateRun {
+            schema: crate::gate::outcome::SCHEMA,
+            leasecheck: "0".into(),
+            extension: "pg_lease".into(),
+            version: "0.2.0".into(),
+            scripts: Vec::new(),
+            size: "quick".into(),
+            started: String::new(),
+            seconds: 1.0,
+            status: GateRun::overall(std::slice::from_ref(&major)),
+            majors: vec![major],
+            server: None,
+        };
+        assert_eq!(run.status, Status::Passed);
+        let xml = junit(&run);
+        assert!(xml.contains("skipped=\"1\""), "{xml}");
+        assert!(
+            xml.contains("<skipped message=\"needs a managed server: it restarts the server\"/>"),
+            "{xml}"
+        );
+        // The control: the check that ran is a plain testcase.
+        assert!(xml.contains("name=\"ran\" time=\"1.000\"/>"), "{xml}");
+        assert!(
+            table(&run).contains("passed 1s, 1 skipped"),
+            "{}",
+            table(&run)
+        );
+        assert_eq!(run.skipped(), ["PG 15 conformance / restarts"]);
+    }
 }

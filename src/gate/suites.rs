@@ -6,7 +6,7 @@ use super::outcome::{CheckResult, SuiteResult};
 use super::Size;
 use harness::campaign::{self, Campaign, Length, Outcome, Target};
 use harness::extension::Build;
-use harness::pg::{Cluster, PgInstall};
+use harness::pg::Cluster;
 use harness::stepped::{self, Plan, PlanConfig, RunOptions, Stage};
 use indicatif::ProgressBar;
 use model::Budget;
@@ -20,7 +20,6 @@ type SuiteFuture<'a> = Pin<Box<dyn Future<Output = SuiteResult> + Send + 'a>>;
 
 /// What a suite runs against.
 pub struct Ctx<'a> {
-    pub install: &'a PgInstall,
     pub cluster: &'a Cluster,
     pub build: &'static Build,
     pub size: Size,
@@ -31,6 +30,10 @@ pub struct Ctx<'a> {
     pub report_dir: PathBuf,
     /// The PGXS sources of the regression and isolation suites.
     pub tests_dir: Option<PathBuf>,
+    /// The fault checks of the faults suite.
+    pub faults: &'a [nemesis::Fault],
+    /// What the bench suite compares with (`--bench-baseline`).
+    pub bench_baseline: Option<&'a super::bench_suite::Baseline>,
     pub bar: &'a ProgressBar,
 }
 
@@ -43,11 +46,26 @@ impl Ctx<'_> {
         &self.build.files.name
     }
 
-    fn say(&self, suite: &str, what: &str) {
+    pub(super) fn say(&self, suite: &str, what: &str) {
         self.bar.set_message(format!(
             "PG {} · {suite} · {what}",
-            self.install.version.major
+            self.cluster.version().major
         ));
+    }
+
+    /// On an existing server (`--dsn`), the suite reported skipped, each of its `checks`
+    /// because it needs a managed server for `why`.
+    pub(super) fn unmanaged_skip(
+        &self,
+        suite: &str,
+        checks: &[&str],
+        why: &str,
+    ) -> Option<SuiteResult> {
+        let skipped = checks
+            .iter()
+            .map(|c| CheckResult::skipped(*c, why))
+            .collect();
+        (!self.cluster.is_managed()).then(|| SuiteResult::of(suite, skipped, Duration::ZERO))
     }
 
     /// `path` relative to the report directory, for links.
@@ -72,8 +90,7 @@ impl Suite {
     }
 }
 
-/// Every suite, in the order they run. The fault checks and the bench join this list
-/// when their libraries are wired in.
+/// Every suite, in the order they run.
 pub fn suites() -> Vec<Suite> {
     vec![
         Suite {
@@ -95,6 +112,14 @@ pub fn suites() -> Vec<Suite> {
         Suite {
             name: "security",
             run: |c| Box::pin(security(c)),
+        },
+        Suite {
+            name: "faults",
+            run: |c| Box::pin(super::fault_suite::faults(c)),
+        },
+        Suite {
+            name: "bench",
+            run: |c| Box::pin(super::bench_suite::bench(c)),
         },
     ]
 }
@@ -158,6 +183,11 @@ where
 
 async fn installcheck(ctx: &Ctx<'_>) -> SuiteResult {
     const NAME: &str = "make installcheck (regression + isolation)";
+    let why = "pg_regress drops and creates a fixed database (contrib_regression) and needs \
+               the server's PGXS install on this machine";
+    if let Some(skipped) = ctx.unmanaged_skip("installcheck", &[NAME], why) {
+        return skipped;
+    }
     let start = Instant::now();
     ctx.say("installcheck", "make installcheck");
     let Some(dir) = ctx.tests_dir.as_deref() else {
@@ -201,13 +231,17 @@ async fn conformance(ctx: &Ctx<'_>) -> SuiteResult {
     let start = Instant::now();
     let mut checks = Vec::new();
     for check in harness::conformance::checks() {
+        if check.needs_managed_server && !ctx.cluster.is_managed() {
+            let why = "it stops, restarts or crashes the server";
+            checks.push(CheckResult::skipped(check.name, why));
+            continue;
+        }
         ctx.say("conformance", check.name);
         let one = async {
-            let report =
-                harness::conformance::run_against(ctx.install, ctx.cluster, ctx.extension(), |n| {
-                    n == check.name
-                })
-                .await;
+            let report = harness::conformance::run_against(ctx.cluster, ctx.extension(), |n| {
+                n == check.name
+            })
+            .await;
             match report.outcomes.into_iter().next() {
                 Some(o) => match o.result {
                     Ok(()) => CheckResult::passed(check.name, o.elapsed),
@@ -371,6 +405,12 @@ async fn one_plan(ctx: &Ctx<'_>, stage: &Stage<'_>, config: &PlanConfig, seed: u
 
 async fn security(ctx: &Ctx<'_>) -> SuiteResult {
     use harness::security::CheckError;
+    let why = "it logs in as roles it creates (trust authentication), runs this machine's \
+               pg_dump and psql against the server and crashes it";
+    let names: Vec<&str> = harness::security::checks().iter().map(|c| c.name).collect();
+    if let Some(skipped) = ctx.unmanaged_skip("security", &names, why) {
+        return skipped;
+    }
     let start = Instant::now();
     let mut checks = Vec::new();
     for check in harness::security::checks() {

@@ -5,11 +5,12 @@
 
 use super::rig::{self, Setup};
 use super::{doctor, judge, Breakage, CheckFailure, CheckResult, Passed};
-use crate::builds::{self, BrokenBuild};
+use crate::builds::BrokenBuild;
 use crate::fault::Fault;
 use crate::mixed::{self, MixedReport};
 use crate::schedule::{Planned, Schedule};
 use harness::campaign::{self, Campaign, Length, Silent, Target};
+use harness::extension::ExtensionFiles;
 use harness::pg::PgInstall;
 use harness::workload::Workload;
 use model::{History, Interval, NemesisEffect, Op, OpResult, Outcome};
@@ -68,7 +69,7 @@ fn restarts_length(restarts: u32) -> Duration {
     Duration::from_millis(1_000 + 1_700 * u64::from(restarts))
 }
 
-fn plan(fault: Fault, breakage: Option<Breakage>) -> Plan {
+fn plan(fault: Fault) -> Plan {
     let workload = Workload {
         processes: 4,
         keys: 2,
@@ -86,24 +87,20 @@ fn plan(fault: Fault, breakage: Option<Breakage>) -> Plan {
         setup: Setup::default(),
         call_timeout: Duration::from_secs(5),
     };
-    // The sync-commit-off control restarts three times: losing a write in any of them is
-    // enough, and the WAL writer may flush one by chance (an UNLOGGED table loses
-    // everything at the first crash).
-    let restarts = match breakage {
-        Some(Breakage::Build(BrokenBuild::NoDurableCommit)) => 3,
-        _ => 2,
-    };
     match fault {
         Fault::Crash | Fault::RestartImmediate | Fault::RestartFast => Plan {
             workload: durable,
-            schedule: planned(fault, restarts, 600, 300),
-            length: restarts_length(restarts),
+            schedule: planned(fault, 2, 600, 300),
+            length: restarts_length(2),
             ..base
         },
+        // Three crashes: losing a write in any of them is enough, and the WAL writer may
+        // flush one by chance (a build without the durability trigger must still show; an
+        // UNLOGGED table loses everything at the first crash).
         Fault::SyncCommitOffCrash => Plan {
             workload: durable,
-            schedule: planned(Fault::Crash, restarts, 600, 300),
-            length: restarts_length(restarts),
+            schedule: planned(Fault::Crash, 3, 600, 300),
+            length: restarts_length(3),
             setup: Setup {
                 settings: sync_off(),
                 ..Setup::default()
@@ -155,12 +152,13 @@ fn plan(fault: Fault, breakage: Option<Breakage>) -> Plan {
 pub(super) async fn run(
     fault: Fault,
     install: &PgInstall,
+    under_test: &ExtensionFiles,
     breakage: Option<Breakage>,
 ) -> CheckResult {
-    let plan = plan(fault, breakage);
+    let plan = plan(fault);
     let build = match breakage {
         Some(Breakage::Build(b)) => b.files(),
-        _ => Some(builds::under_test()),
+        _ => Some(under_test.clone()),
     };
     let Some(build) = build else {
         return Err(CheckFailure::Infrastructure(
@@ -239,7 +237,7 @@ fn verdict_of(outcome: campaign::Outcome) -> Result<String, CheckFailure> {
 
 /// The processes of `fault`'s campaign (a session that reconnected shows as more).
 fn workload_processes(fault: Fault) -> u32 {
-    plan(fault, None).workload.processes
+    plan(fault).workload.processes
 }
 
 /// Grants, renews and releases that were acknowledged before `instant`.

@@ -1,7 +1,8 @@
 //! The named checks: one per [`Fault`], each with its negative control.
 //!
-//! A check starts its own throwaway cluster, installs this checkout's pg_lease under a name
-//! of its own ([`crate::builds::UNDER_TEST`]), drives a situation with its fault injected
+//! A check starts its own throwaway cluster, installs the build under test (this checkout's
+//! pg_lease under a name of its own, [`crate::builds::UNDER_TEST`], or a user's build given
+//! to the gate), drives a situation with its fault injected
 //! into a recorded history, and passes only when
 //! - the fault was really injected (else [`CheckFailure::Infrastructure`], never a pass),
 //! - the checker judges the whole history linearizable, and
@@ -18,6 +19,7 @@ mod scripted;
 use crate::builds::BrokenBuild;
 use crate::error::FaultError;
 use crate::fault::Fault;
+use harness::extension::ExtensionFiles;
 use harness::pg::PgInstall;
 use model::checker::Violation;
 use model::{History, Invariant, Verdict};
@@ -258,8 +260,15 @@ pub fn caught(expects: Expect, result: &CheckResult) -> bool {
     }
 }
 
-/// Runs `fault`'s check on `install` (the shipped build), or its negative control.
-pub async fn run(fault: Fault, install: &PgInstall, breakage: Option<Breakage>) -> CheckResult {
+/// Runs `fault`'s check on `install` against `build` (the build under test: this
+/// checkout's [`crate::builds::under_test`], or a user's), or its negative control (a
+/// broken build replaces `build`; a doctored or missed fault runs on `build`).
+pub async fn run(
+    fault: Fault,
+    install: &PgInstall,
+    build: &ExtensionFiles,
+    breakage: Option<Breakage>,
+) -> CheckResult {
     match fault {
         Fault::Crash
         | Fault::RestartImmediate
@@ -269,8 +278,8 @@ pub async fn run(fault: Fault, install: &PgInstall, breakage: Option<Breakage>) 
         | Fault::CutClose
         | Fault::CutReset
         | Fault::CutBlackhole
-        | Fault::Lapse => campaigns::run(fault, install, breakage).await,
-        _ => scripted::run(fault, install, breakage).await,
+        | Fault::Lapse => campaigns::run(fault, install, build, breakage).await,
+        _ => scripted::run(fault, install, build, breakage).await,
     }
 }
 

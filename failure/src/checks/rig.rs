@@ -79,7 +79,7 @@ impl Rig {
             connect_patience: Duration::from_secs(30),
             ..RecorderOptions::default()
         };
-        let postgres = cluster.install().version.full.clone();
+        let postgres = cluster.version().full.clone();
         let server = Server::new(cluster);
         let recorder = match Recorder::new(config, options) {
             Ok(r) => Arc::new(r),

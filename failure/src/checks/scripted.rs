@@ -6,11 +6,11 @@
 
 use super::rig::{Rig, Setup};
 use super::{doctor, judge, Breakage, CheckFailure, CheckResult, Passed};
-use crate::builds;
 use crate::error::FaultError;
 use crate::fault::Fault;
 use crate::inject::{Reach, Victim};
 use crate::server::Stop;
+use harness::extension::ExtensionFiles;
 use harness::pg::PgInstall;
 use harness::recorder::Session;
 use model::{Interval, NemesisEffect, Op, OpRecord, OpResult, Outcome, TxnEnd};
@@ -44,11 +44,12 @@ fn setup(fault: Fault) -> Setup {
 pub(super) async fn run(
     fault: Fault,
     install: &PgInstall,
+    under_test: &ExtensionFiles,
     breakage: Option<Breakage>,
 ) -> CheckResult {
     let build = match breakage {
         Some(Breakage::Build(b)) => b.files(),
-        _ => Some(builds::under_test()),
+        _ => Some(under_test.clone()),
     };
     let Some(build) = build else {
         return Err(

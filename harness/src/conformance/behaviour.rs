@@ -500,7 +500,7 @@ async fn own_cluster(ctx: &Ctx<'_>) -> Result<Cluster, Failure> {
         ..ClusterOptions::default()
     };
     // initdb and the start block: off the runtime's threads.
-    let install = ctx.install.clone();
+    let install = ctx.cluster.install().map_err(infra)?.clone();
     tokio::task::spawn_blocking(move || Cluster::start_with(&install, options))
         .await
         .map_err(infra)?

@@ -382,6 +382,73 @@ BEGIN
         )],
         caught_by: &["a_waiter_that_lost_a_race_never_stalls_the_holders_renew"],
     },
+    // ---- Fault-only: a crash, a cancel or a wake-up shows them (nemesis's fault checks,
+    // whose negative controls they are; no fault-free campaign can) ----------------------
+    Mutant {
+        name: "nemesis_no_durable_commit",
+        breaks: "the durability trigger is not created: synchronous_commit = off commits lease writes asynchronously",
+        edits: &[(
+            "CREATE CONSTRAINT TRIGGER leases_commit_durably\n    AFTER INSERT OR UPDATE ON lease.leases\n    DEFERRABLE INITIALLY DEFERRED\n    FOR EACH ROW EXECUTE FUNCTION lease._commit_durably();\n",
+            "",
+        )],
+        // The lost grant shows first at an inspect (inv 10) or at the next grant (inv 11).
+        kill: Kill::BreaksEither(
+            Invariant::DurabilityAndTimeAuthority,
+            Invariant::InspectConsistent,
+        ),
+        hunt: &[Mode::Faults("sync-commit-off-crash")],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "nemesis_unlogged_table",
+        breaks: "the lease table is UNLOGGED: crash recovery empties it",
+        edits: &[(
+            "REVOKE ALL ON FUNCTION lease._commit_durably() FROM PUBLIC;\n",
+            "REVOKE ALL ON FUNCTION lease._commit_durably() FROM PUBLIC;\nALTER TABLE lease.leases SET UNLOGGED;\n",
+        )],
+        kill: Kill::Breaks(Invariant::DurabilityAndTimeAuthority),
+        hunt: &[Mode::Faults("crash"), Mode::Faults("restart-immediate")],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "nemesis_cancelled_wait_grants",
+        breaks: "a blocking acquire whose wait is cancelled takes the key anyway and answers a grant",
+        edits: &[(
+            "            PERFORM pg_sleep(GREATEST(0.0, LEAST(0.05,
+                extract(epoch FROM v_deadline - v_now),
+                extract(epoch FROM v_expires - v_now))));
+            CONTINUE;",
+            "            BEGIN
+                PERFORM pg_sleep(GREATEST(0.0, LEAST(0.05,
+                    extract(epoch FROM v_deadline - v_now),
+                    extract(epoch FROM v_expires - v_now))));
+            EXCEPTION WHEN query_canceled THEN
+                UPDATE lease.leases AS l
+                   SET owner = acquire.owner, epoch = l.epoch + 1,
+                       expires_at = clock_timestamp() + acquire.ttl
+                 WHERE l.key = acquire.key COLLATE \"C\"
+                RETURNING l.epoch, l.expires_at INTO v_epoch, v_expires;
+                acquired := true;
+                epoch := v_epoch;
+                expires_at := v_expires;
+                RETURN NEXT;
+                RETURN;
+            END;
+            CONTINUE;",
+        )],
+        // The cancelled waiter's grant overlaps the holder's lease, or reuses its epoch.
+        kill: Kill::BreaksEither(Invariant::MutualExclusion, Invariant::GrantEpochFresh),
+        hunt: &[Mode::Faults("cancel"), Mode::Faults("statement-timeout")],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "nemesis_slow_wake",
+        breaks: "a blocking acquire sleeps up to 2 s between probes instead of 50 ms",
+        edits: &[("LEAST(0.05,", "LEAST(2.0,")],
+        kill: Kill::Stall,
+        hunt: &[Mode::Faults("wait-wake")],
+        caught_by: &[],
+    },
 ];
 
 /// The model mutations without a SQL mutant.
@@ -411,12 +478,13 @@ pub const MODEL_ONLY: &[ModelOnly] = &[
     },
     ModelOnly {
         mutation: Mutation::CrashLosesCommitted,
-        why: "its SQL form is `ALTER TABLE lease.leases SET UNLOGGED` (or dropping the \
-              durability trigger under synchronous_commit = off), and only a crash shows it: \
-              the campaigns here neither crash nor restart the server; a crash campaign needs \
-              the fault-injection crate (failure/) being built separately",
+        why: "its SQL forms, nemesis_unlogged_table and nemesis_no_durable_commit, show only \
+              in a crash, so the fault checks hunt them (Mode::Faults), not the history \
+              campaigns, and a lost write shows as whichever invariant the checker meets \
+              first (their controls accept any a lost write breaks), not as this mutation's",
         killed_by: "the stateright model's negative control (model/tests/negative_controls.rs); \
-                    on a server: a crash campaign of the fault-injection crate (pending)",
+                    on a server: the crash fault checks kill nemesis_unlogged_table and \
+                    nemesis_no_durable_commit",
     },
     ModelOnly {
         mutation: Mutation::DowntimeExtendsLease,

@@ -73,6 +73,7 @@ impl HuntOptions {
         match mode {
             Mode::Free => self.free_campaigns,
             Mode::Stepped => self.stepped_plans,
+            Mode::Faults(_) => 0,
         }
     }
 
@@ -81,6 +82,7 @@ impl HuntOptions {
         match mode {
             Mode::Free => self.free_seed.wrapping_add(k),
             Mode::Stepped => self.stepped_seed.wrapping_add(k),
+            Mode::Faults(_) => k,
         }
     }
 }
@@ -292,7 +294,14 @@ pub async fn hunt_with(
     let target = Target::Mutant(mutant);
     let mut runs = Vec::new();
     let mut status = Status::Survived;
-    'modes: for &mode in mutant.hunt {
+    if !mutant.hunted_by_campaigns() {
+        status = Status::Infrastructure(format!(
+            "hunted by the fault checks ({}: `leasecheck faults --controls`), not by campaigns",
+            mutant.fault_checks().join(", ")
+        ));
+    }
+    let campaigns = mutant.hunt.iter().filter(|m| m.is_campaign());
+    'modes: for &mode in campaigns {
         let mut campaigns = Campaigns::new(cluster, target, mode, options).await;
         for k in 0..options.limit(mode) {
             let run = campaigns.run(k, Some(mutant.kill)).await;
@@ -386,7 +395,7 @@ impl<'c> Campaigns<'c> {
         options: &'c HuntOptions,
     ) -> Campaigns<'c> {
         let (stage, stage_error) = match mode {
-            Mode::Free => (None, None),
+            Mode::Free | Mode::Faults(_) => (None, None),
             Mode::Stepped => match Stage::new(cluster, target).await {
                 Ok(stage) => (Some(stage), None),
                 Err(e) => (None, Some(e)),
@@ -410,6 +419,13 @@ impl<'c> Campaigns<'c> {
         let (outcome, figures) = match self.mode {
             Mode::Free => self.free(seed).await,
             Mode::Stepped => self.stepped(seed).await,
+            // Never reached: hunts and controls run campaign modes only.
+            Mode::Faults(fault) => (
+                Outcome::Infrastructure(InfraError::Task(format!(
+                    "the {fault} fault check is not a campaign"
+                ))),
+                Figures::default(),
+            ),
         };
         let judged = match kill {
             Some(kill) => judge(kill, &outcome),

@@ -1,7 +1,8 @@
 //! Throwaway PostgreSQL clusters.
 
+use super::external::{External, Removed};
 use super::procs::{self, RunAs, Watchdog};
-use super::{PgError, PgInstall, Result};
+use super::{PgError, PgInstall, PgVersion, Result};
 use crate::extension::ExtensionFiles;
 use std::collections::HashMap;
 use std::fs;
@@ -41,11 +42,25 @@ impl Default for ClusterOptions {
     }
 }
 
-/// A PostgreSQL cluster in its own temporary directory, listening on
-/// 127.0.0.1 on a free port with `fsync=on`. Dropping it stops the
-/// postmaster and removes the directory; so does process exit (for clusters
-/// held in statics) and, through a watchdog process, our own death.
+/// A PostgreSQL server the harness runs checks on: either a throwaway cluster it manages
+/// (in its own temporary directory, listening on 127.0.0.1 on a free port with
+/// `fsync=on`; dropping it stops the postmaster and removes the directory, and so do
+/// process exit and, through a watchdog process, our own death), or an existing server
+/// reached through a connection string ([`Cluster::external`]), which it can only connect
+/// to: what needs the server's process (stop, restart, crash, its files) is
+/// [`PgError::NotManaged`] there.
 pub struct Cluster {
+    server: Server,
+    databases: AtomicU64,
+}
+
+enum Server {
+    Managed(Managed),
+    External(External),
+}
+
+/// The process and files of a cluster the harness started.
+struct Managed {
     id: u64,
     install: PgInstall,
     root: PathBuf,
@@ -57,17 +72,24 @@ pub struct Cluster {
     start_timeout: Duration,
     postmaster: Option<Child>,
     watchdog: Watchdog,
-    databases: AtomicU64,
 }
 
 impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cluster")
-            .field("version", &self.install.version.full)
-            .field("port", &self.port)
-            .field("data", &self.data)
-            .field("running", &self.postmaster.is_some())
-            .finish()
+        match &self.server {
+            Server::Managed(m) => f
+                .debug_struct("Cluster")
+                .field("version", &m.install.version.full)
+                .field("port", &m.port)
+                .field("data", &m.data)
+                .field("running", &m.postmaster.is_some())
+                .finish(),
+            Server::External(e) => f
+                .debug_struct("Cluster")
+                .field("version", &e.version.full)
+                .field("server", &e.address())
+                .finish(),
+        }
     }
 }
 
@@ -85,7 +107,8 @@ impl Cluster {
         let watchdog = Watchdog::spawn(&root);
         let data = root.join("data");
         let log = root.join("postgres.log");
-        let mut cluster = Cluster {
+        // Built before the files are installed, so that an error removes the directory.
+        let mut managed = Managed {
             id,
             install: install.clone(),
             root,
@@ -97,16 +120,376 @@ impl Cluster {
             start_timeout: options.start_timeout,
             postmaster: None,
             watchdog,
-            databases: AtomicU64::new(0),
         };
         for ext in &options.extensions {
             ext.install(install)?;
         }
-        cluster.initdb()?;
-        cluster.start_on_free_port()?;
-        Ok(cluster)
+        managed.initdb()?;
+        managed.start_on_free_port()?;
+        Ok(Cluster {
+            server: Server::Managed(managed),
+            databases: AtomicU64::new(0),
+        })
     }
 
+    /// An existing server reached through `config` (its database is where the harness
+    /// connects to create and drop databases; `postgres` when it names none). Checks that
+    /// the server answers and that the role may create databases.
+    pub async fn external(config: tokio_postgres::Config) -> Result<Cluster> {
+        let external = External::connect(config).await?;
+        Ok(Cluster {
+            server: Server::External(external),
+            databases: AtomicU64::new(0),
+        })
+    }
+
+    /// Whether the harness started this server (and so can stop, restart or crash it).
+    pub fn is_managed(&self) -> bool {
+        matches!(self.server, Server::Managed(_))
+    }
+
+    fn managed(&self, what: &'static str) -> Result<&Managed> {
+        match &self.server {
+            Server::Managed(m) => Ok(m),
+            Server::External(e) => Err(e.not_managed(what)),
+        }
+    }
+
+    fn managed_mut(&mut self, what: &'static str) -> Result<&mut Managed> {
+        match &mut self.server {
+            Server::Managed(m) => Ok(m),
+            Server::External(e) => Err(e.not_managed(what)),
+        }
+    }
+
+    /// The last lines of the server log (an external server's log is not ours to read).
+    pub fn log_tail(&self) -> String {
+        match &self.server {
+            Server::Managed(m) => m.log_since(0),
+            Server::External(_) => {
+                "(no server log: the server is not managed by leasecheck)".into()
+            }
+        }
+    }
+
+    /// Clean "fast" shutdown (SIGINT): sessions are terminated, a shutdown
+    /// checkpoint is written.
+    pub fn stop_fast(&mut self) -> Result<()> {
+        self.managed_mut("stop the server")?
+            .stop_with(libc::SIGINT, FAST_STOP_TIMEOUT)
+    }
+
+    /// "Immediate" shutdown (SIGQUIT): no checkpoint; the next start runs crash recovery.
+    pub fn stop_immediate(&mut self) -> Result<()> {
+        self.managed_mut("stop the server")?
+            .stop_with(libc::SIGQUIT, IMMEDIATE_STOP_TIMEOUT)
+    }
+
+    /// Simulates a server crash: SIGKILL of the postmaster and every backend
+    /// at once. Committed transactions survive (WAL); the next start recovers.
+    pub fn crash(&mut self) -> Result<()> {
+        let managed = self.managed_mut("crash the server")?;
+        if managed.postmaster.is_none() {
+            return Err(PgError::NotRunning);
+        }
+        managed.kill_postmaster();
+        Ok(())
+    }
+
+    /// Starts the stopped or crashed cluster again on the same port.
+    pub fn resume(&mut self) -> Result<()> {
+        self.managed_mut("start the server")?.spawn_and_wait()
+    }
+
+    /// `stop_fast` then `resume`.
+    pub fn restart(&mut self) -> Result<()> {
+        self.stop_fast()?;
+        self.resume()
+    }
+
+    /// [`Cluster::stop_fast`] for async code (waits without blocking the runtime's thread).
+    pub async fn stop_fast_async(&mut self) -> Result<()> {
+        self.managed_mut("stop the server")?
+            .stop_with_async(libc::SIGINT, FAST_STOP_TIMEOUT)
+            .await
+    }
+
+    /// [`Cluster::stop_immediate`] for async code.
+    pub async fn stop_immediate_async(&mut self) -> Result<()> {
+        self.managed_mut("stop the server")?
+            .stop_with_async(libc::SIGQUIT, IMMEDIATE_STOP_TIMEOUT)
+            .await
+    }
+
+    /// [`Cluster::crash`] for async code.
+    pub async fn crash_async(&mut self) -> Result<()> {
+        self.managed_mut("crash the server")?.crash_async().await
+    }
+
+    /// [`Cluster::resume`] for async code.
+    pub async fn resume_async(&mut self) -> Result<()> {
+        self.managed_mut("start the server")?
+            .spawn_and_wait_async()
+            .await
+    }
+
+    /// [`Cluster::restart`] for async code.
+    pub async fn restart_async(&mut self) -> Result<()> {
+        self.stop_fast_async().await?;
+        self.resume_async().await
+    }
+
+    /// Whether the server is up (an external server is taken to be).
+    pub fn is_running(&self) -> bool {
+        match &self.server {
+            Server::Managed(m) => m.postmaster.is_some(),
+            Server::External(_) => true,
+        }
+    }
+
+    /// The postmaster's pid, while running (none for an external server).
+    pub fn postmaster_pid(&self) -> Option<u32> {
+        match &self.server {
+            Server::Managed(m) => m.postmaster.as_ref().map(|c| c.id()),
+            Server::External(_) => None,
+        }
+    }
+
+    /// SIGSTOPs (`true`) or SIGCONTs (`false`) the postmaster and all its
+    /// children: the server hangs without dying, as under a stalled host.
+    pub fn pause(&self, paused: bool) -> Result<()> {
+        self.managed("pause the server")?;
+        let pid = self.postmaster_pid().ok_or(PgError::NotRunning)? as i32;
+        procs::signal_tree(pid, if paused { libc::SIGSTOP } else { libc::SIGCONT });
+        Ok(())
+    }
+
+    pub fn port(&self) -> u16 {
+        match &self.server {
+            Server::Managed(m) => m.port,
+            Server::External(e) => e.port,
+        }
+    }
+
+    pub fn host(&self) -> &str {
+        match &self.server {
+            Server::Managed(_) => HOST,
+            Server::External(e) => &e.host,
+        }
+    }
+
+    /// The role the harness connects as: the cluster's superuser, or the external
+    /// server's connection role.
+    pub fn superuser(&self) -> &str {
+        match &self.server {
+            Server::Managed(_) => SUPERUSER,
+            Server::External(e) => &e.user,
+        }
+    }
+
+    /// The server's version.
+    pub fn version(&self) -> &PgVersion {
+        match &self.server {
+            Server::Managed(m) => &m.install.version,
+            Server::External(e) => &e.version,
+        }
+    }
+
+    /// The install the cluster runs from (an external server's is not known here).
+    pub fn install(&self) -> Result<&PgInstall> {
+        Ok(&self.managed("use the server's install")?.install)
+    }
+
+    pub fn data_dir(&self) -> Result<&Path> {
+        Ok(&self.managed("read the data directory")?.data)
+    }
+
+    pub fn log_path(&self) -> Result<&Path> {
+        Ok(&self.managed("read the server log")?.log)
+    }
+
+    /// Makes `files` available to `CREATE EXTENSION`: written into a managed cluster's
+    /// install; on an external server they must already be there (installed by its
+    /// owner), which is checked (the control file's `default_version` is available).
+    pub async fn provide_extension(&self, files: &ExtensionFiles) -> Result<()> {
+        match &self.server {
+            Server::Managed(m) => files.install(&m.install),
+            Server::External(_) => {
+                let version = crate::extension::default_version(&files.control).unwrap_or_default();
+                let admin = self.connect_admin().await?;
+                let available: Vec<String> = admin
+                    .query(
+                        "SELECT version FROM pg_catalog.pg_available_extension_versions \
+                         WHERE name = $1 ORDER BY version",
+                        &[&files.name],
+                    )
+                    .await?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                if available.contains(&version) {
+                    Ok(())
+                } else {
+                    Err(PgError::ExtensionNotAvailable {
+                        name: files.name.clone(),
+                        version,
+                        available,
+                    })
+                }
+            }
+        }
+    }
+
+    /// A libpq-style connection string for `db` as [`Cluster::superuser`] (without a
+    /// password).
+    pub fn conn_string(&self, db: &str) -> String {
+        format!(
+            "host={} port={} user={} dbname='{}'",
+            self.host(),
+            self.port(),
+            self.superuser(),
+            db.replace('\\', "\\\\").replace('\'', "\\'")
+        )
+    }
+
+    /// A tokio-postgres config for `db` as [`Cluster::superuser`].
+    pub fn config(&self, db: &str) -> tokio_postgres::Config {
+        match &self.server {
+            Server::Managed(m) => {
+                let mut config = tokio_postgres::Config::new();
+                config
+                    .host(HOST)
+                    .port(m.port)
+                    .user(SUPERUSER)
+                    .dbname(db)
+                    .application_name("leasecheck")
+                    .connect_timeout(Duration::from_secs(10));
+                config
+            }
+            Server::External(e) => e.config(db),
+        }
+    }
+
+    /// Connects to `db` as [`Cluster::superuser`]; the connection runs on a spawned tokio task.
+    pub async fn connect(&self, db: &str) -> Result<tokio_postgres::Client> {
+        let (client, connection) = self.config(db).connect(tokio_postgres::NoTls).await?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(client)
+    }
+
+    /// A connection to the database databases are created from.
+    async fn connect_admin(&self) -> Result<tokio_postgres::Client> {
+        match &self.server {
+            Server::Managed(_) => self.connect("postgres").await,
+            Server::External(e) => self.connect(&e.admin_db).await,
+        }
+    }
+
+    /// Creates an empty database (on an external server, remembered for
+    /// [`Cluster::remove_created`]).
+    pub async fn create_database(&self, name: &str) -> Result<()> {
+        let admin = self.connect_admin().await?;
+        admin
+            .batch_execute(&format!("CREATE DATABASE {}", quote_ident(name)))
+            .await?;
+        if let Server::External(e) = &self.server {
+            e.created
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(name.to_string());
+        }
+        Ok(())
+    }
+    /// Creates a new database named `<prefix>_<n>` with pg_lease installed,
+    /// and returns its name. One per test keeps tests independent on a shared cluster.
+    pub async fn fresh_database(&self, prefix: &str) -> Result<String> {
+        self.fresh_database_with(prefix, crate::extension::NAME)
+            .await
+    }
+
+    /// Like [`Cluster::fresh_database`], with the named extension (e.g. a mutant) installed.
+    pub async fn fresh_database_with(&self, prefix: &str, extension: &str) -> Result<String> {
+        let name = self.fresh_empty_database(prefix).await?;
+        let client = self.connect(&name).await?;
+        client
+            .batch_execute(&format!("CREATE EXTENSION {}", quote_ident(extension)))
+            .await?;
+        Ok(name)
+    }
+
+    /// Creates a new empty database named `<prefix>_<n>` (lower case, at most 40
+    /// characters of the prefix, unique in this cluster) and returns its name.
+    /// On an external server the name starts with `lc<process id>_`, apart from the
+    /// server's own databases and other runs'.
+    pub async fn fresh_empty_database(&self, prefix: &str) -> Result<String> {
+        let n = self.databases.fetch_add(1, Ordering::Relaxed);
+        let mut name = match &self.server {
+            Server::Managed(_) => String::new(),
+            Server::External(_) => format!("lc{}_", std::process::id()),
+        };
+        name.extend(
+            prefix
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() {
+                        c.to_ascii_lowercase()
+                    } else {
+                        '_'
+                    }
+                })
+                .take(40),
+        );
+        name.push_str(&format!("_{n}"));
+        self.create_database(&name).await?;
+        Ok(name)
+    }
+
+    /// Drops what the harness created on an external server: its databases, and the
+    /// roles that did not exist when it connected and are named after one of them (the
+    /// checks name their roles `<database>_...`). Nothing to do on a managed cluster,
+    /// which is removed whole.
+    pub async fn remove_created(&self) -> Result<Removed> {
+        let Server::External(e) = &self.server else {
+            return Ok(Removed::default());
+        };
+        let databases: Vec<String> =
+            std::mem::take(&mut *e.created.lock().unwrap_or_else(|p| p.into_inner()));
+        let admin = self.connect_admin().await?;
+        let mut removed = Removed::default();
+        for db in &databases {
+            // FORCE (PostgreSQL 13+) ends sessions a hung check left behind.
+            admin
+                .batch_execute(&format!(
+                    "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                    quote_ident(db)
+                ))
+                .await?;
+            removed.databases.push(db.clone());
+        }
+        let roles: Vec<String> = admin
+            .query("SELECT rolname::text FROM pg_catalog.pg_roles", &[])
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        for role in roles {
+            let ours = databases
+                .iter()
+                .any(|db| role.starts_with(&format!("{db}_")));
+            if ours && !e.roles_before.contains(&role) {
+                admin
+                    .batch_execute(&format!("DROP ROLE IF EXISTS {}", quote_ident(&role)))
+                    .await?;
+                removed.roles.push(role);
+            }
+        }
+        Ok(removed)
+    }
+}
+
+impl Managed {
     fn initdb(&self) -> Result<()> {
         fs::create_dir(&self.data)
             .map_err(|e| PgError::io("creating the data directory", &self.data, e))?;
@@ -287,11 +670,6 @@ impl Cluster {
         lines[lines.len().saturating_sub(30)..].join("\n")
     }
 
-    /// The last lines of the server log.
-    pub fn log_tail(&self) -> String {
-        self.log_since(0)
-    }
-
     /// Kills the postmaster and all its children (SIGKILL) and reaps it.
     fn kill_postmaster(&mut self) {
         if let Some(mut child) = self.postmaster.take() {
@@ -301,7 +679,7 @@ impl Cluster {
         self.forget_postmaster();
     }
 
-    /// [`Cluster::kill_postmaster`] for async code.
+    /// `kill_postmaster` for async code.
     async fn kill_postmaster_async(&mut self) {
         if let Some(mut child) = self.postmaster.take() {
             procs::kill_tree_async(child.id() as i32).await;
@@ -314,6 +692,15 @@ impl Cluster {
     fn forget_postmaster(&mut self) {
         procs::set_postmaster(self.id, None);
         self.watchdog.tell(0);
+    }
+
+    /// A crash: SIGKILL of the postmaster and all its children.
+    async fn crash_async(&mut self) -> Result<()> {
+        if self.postmaster.is_none() {
+            return Err(PgError::NotRunning);
+        }
+        self.kill_postmaster_async().await;
+        Ok(())
     }
 
     fn stop_with(&mut self, sig: i32, timeout: Duration) -> Result<()> {
@@ -351,194 +738,12 @@ impl Cluster {
             Ok(None) => return None,
         }
         self.postmaster = None;
-        procs::set_postmaster(self.id, None);
-        self.watchdog.tell(0);
+        self.forget_postmaster();
         Some(Ok(()))
-    }
-
-    /// Clean "fast" shutdown (SIGINT): sessions are terminated, a shutdown
-    /// checkpoint is written.
-    pub fn stop_fast(&mut self) -> Result<()> {
-        self.stop_with(libc::SIGINT, FAST_STOP_TIMEOUT)
-    }
-
-    /// "Immediate" shutdown (SIGQUIT): no checkpoint; the next start runs crash recovery.
-    pub fn stop_immediate(&mut self) -> Result<()> {
-        self.stop_with(libc::SIGQUIT, IMMEDIATE_STOP_TIMEOUT)
-    }
-
-    /// Simulates a server crash: SIGKILL of the postmaster and every backend
-    /// at once. Committed transactions survive (WAL); the next start recovers.
-    pub fn crash(&mut self) -> Result<()> {
-        if self.postmaster.is_none() {
-            return Err(PgError::NotRunning);
-        }
-        self.kill_postmaster();
-        Ok(())
-    }
-
-    /// Starts the stopped or crashed cluster again on the same port.
-    pub fn resume(&mut self) -> Result<()> {
-        self.spawn_and_wait()
-    }
-
-    /// `stop_fast` then `resume`.
-    pub fn restart(&mut self) -> Result<()> {
-        self.stop_fast()?;
-        self.resume()
-    }
-
-    /// [`Cluster::stop_fast`] for async code (waits without blocking the runtime's thread).
-    pub async fn stop_fast_async(&mut self) -> Result<()> {
-        self.stop_with_async(libc::SIGINT, FAST_STOP_TIMEOUT).await
-    }
-
-    /// [`Cluster::stop_immediate`] for async code.
-    pub async fn stop_immediate_async(&mut self) -> Result<()> {
-        self.stop_with_async(libc::SIGQUIT, IMMEDIATE_STOP_TIMEOUT)
-            .await
-    }
-
-    /// [`Cluster::crash`] for async code.
-    pub async fn crash_async(&mut self) -> Result<()> {
-        if self.postmaster.is_none() {
-            return Err(PgError::NotRunning);
-        }
-        self.kill_postmaster_async().await;
-        Ok(())
-    }
-
-    /// [`Cluster::resume`] for async code.
-    pub async fn resume_async(&mut self) -> Result<()> {
-        self.spawn_and_wait_async().await
-    }
-
-    /// [`Cluster::restart`] for async code.
-    pub async fn restart_async(&mut self) -> Result<()> {
-        self.stop_fast_async().await?;
-        self.resume_async().await
-    }
-
-    pub fn is_running(&self) -> bool {
-        self.postmaster.is_some()
-    }
-
-    /// The postmaster's pid, while running.
-    pub fn postmaster_pid(&self) -> Option<u32> {
-        self.postmaster.as_ref().map(|c| c.id())
-    }
-
-    /// SIGSTOPs (`true`) or SIGCONTs (`false`) the postmaster and all its
-    /// children: the server hangs without dying, as under a stalled host.
-    pub fn pause(&self, paused: bool) -> Result<()> {
-        let pid = self.postmaster_pid().ok_or(PgError::NotRunning)? as i32;
-        procs::signal_tree(pid, if paused { libc::SIGSTOP } else { libc::SIGCONT });
-        Ok(())
-    }
-
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    pub fn host(&self) -> &'static str {
-        HOST
-    }
-
-    pub fn superuser(&self) -> &'static str {
-        SUPERUSER
-    }
-
-    pub fn install(&self) -> &PgInstall {
-        &self.install
-    }
-
-    pub fn data_dir(&self) -> &Path {
-        &self.data
-    }
-
-    pub fn log_path(&self) -> &Path {
-        &self.log
-    }
-
-    /// A libpq-style connection string for `db` as the superuser.
-    pub fn conn_string(&self, db: &str) -> String {
-        format!(
-            "host={HOST} port={} user={SUPERUSER} dbname='{}'",
-            self.port,
-            db.replace('\\', "\\\\").replace('\'', "\\'")
-        )
-    }
-
-    /// A tokio-postgres config for `db` as the superuser.
-    pub fn config(&self, db: &str) -> tokio_postgres::Config {
-        let mut config = tokio_postgres::Config::new();
-        config
-            .host(HOST)
-            .port(self.port)
-            .user(SUPERUSER)
-            .dbname(db)
-            .application_name("leasecheck")
-            .connect_timeout(Duration::from_secs(10));
-        config
-    }
-
-    /// Connects to `db` as the superuser; the connection runs on a spawned tokio task.
-    pub async fn connect(&self, db: &str) -> Result<tokio_postgres::Client> {
-        let (client, connection) = self.config(db).connect(tokio_postgres::NoTls).await?;
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        Ok(client)
-    }
-
-    /// Creates an empty database.
-    pub async fn create_database(&self, name: &str) -> Result<()> {
-        let admin = self.connect("postgres").await?;
-        admin
-            .batch_execute(&format!("CREATE DATABASE {}", quote_ident(name)))
-            .await?;
-        Ok(())
-    }
-
-    /// Creates a new database named `<prefix>_<n>` with pg_lease installed,
-    /// and returns its name. One per test keeps tests independent on a shared cluster.
-    pub async fn fresh_database(&self, prefix: &str) -> Result<String> {
-        self.fresh_database_with(prefix, crate::extension::NAME)
-            .await
-    }
-
-    /// Like [`Cluster::fresh_database`], with the named extension (e.g. a mutant) installed.
-    pub async fn fresh_database_with(&self, prefix: &str, extension: &str) -> Result<String> {
-        let name = self.fresh_empty_database(prefix).await?;
-        let client = self.connect(&name).await?;
-        client
-            .batch_execute(&format!("CREATE EXTENSION {}", quote_ident(extension)))
-            .await?;
-        Ok(name)
-    }
-
-    /// Creates a new empty database named `<prefix>_<n>` (lower case, at most 40
-    /// characters of the prefix, unique in this cluster) and returns its name.
-    pub async fn fresh_empty_database(&self, prefix: &str) -> Result<String> {
-        let n = self.databases.fetch_add(1, Ordering::Relaxed);
-        let mut name: String = prefix
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_lowercase()
-                } else {
-                    '_'
-                }
-            })
-            .take(40)
-            .collect();
-        name.push_str(&format!("_{n}"));
-        self.create_database(&name).await?;
-        Ok(name)
     }
 }
 
-impl Drop for Cluster {
+impl Drop for Managed {
     fn drop(&mut self) {
         if self.postmaster.is_some()
             && self

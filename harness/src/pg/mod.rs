@@ -12,10 +12,13 @@
 //!   127.0.0.1 (as the unprivileged `postgres` user when running as root), with
 //!   pg_lease installed into that install's share directory. It can stop,
 //!   restart, crash (SIGKILL of the postmaster and all its children) and resume,
-//!   and never leaves a postmaster or its directory behind.
+//!   and never leaves a postmaster or its directory behind. [`Cluster::external`] is an
+//!   existing server given by a connection string, on which the same checks run through
+//!   connections only; what needs the server's process is [`PgError::NotManaged`].
 
 mod client_programs;
 mod cluster;
+mod external;
 mod fetch;
 mod install;
 mod private;
@@ -26,6 +29,7 @@ pub use client_programs::{
     CLIENT_PROGRAMS,
 };
 pub use cluster::{quote_ident, shared, test_majors, Cluster, ClusterOptions, HOST, SUPERUSER};
+pub use external::Removed;
 pub use fetch::{cache_root, fetch, pinned, PinnedRelease, PINNED};
 pub use install::{InstallSource, PgInstall, PgVersion};
 
@@ -91,6 +95,26 @@ pub enum PgError {
         what: String,
         seconds: u64,
         detail: String,
+    },
+    #[error(
+        "cannot {what}: the server at {server} is not managed by leasecheck (it was given \
+         by a connection string); this needs a server leasecheck starts itself"
+    )]
+    NotManaged { what: &'static str, server: String },
+    #[error("the connection string: {0}")]
+    BadDsn(String),
+    #[error("the role {user:?} lacks a privilege the harness needs: {needs}")]
+    Privilege { user: String, needs: String },
+    #[error(
+        "the server has no extension {name} {version} to CREATE (available versions: {}); \
+         install the build's control file and scripts into the server's extension directory \
+         (e.g. `make install` on the server)",
+        if .available.is_empty() { "none".to_string() } else { .available.join(", ") }
+    )]
+    ExtensionNotAvailable {
+        name: String,
+        version: String,
+        available: Vec<String>,
     },
     #[error("the cluster is not running")]
     NotRunning,

@@ -416,54 +416,6 @@ fn describe_call(c: &OpChoice, keys: &[String]) -> String {
     }
 }
 
-/// A call as a person reads it, with its arguments (names cut to 16 characters).
-pub fn describe_op(op: &Op<String, String>) -> String {
-    let name = |s: &Option<String>| match s {
-        Some(s) => format!("{:?}", s.chars().take(16).collect::<String>()),
-        None => "NULL".into(),
-    };
-    let interval = |i: &Option<Interval>| i.map_or("NULL".into(), short_interval);
-    let epoch = |e: &Option<i64>| e.map_or("NULL".into(), |e| e.to_string());
-    match op {
-        Op::Acquire {
-            key,
-            owner,
-            ttl,
-            wait,
-        } => format!(
-            "acquire {} as {}, ttl {}, wait {}",
-            name(key),
-            name(owner),
-            interval(ttl),
-            interval(wait)
-        ),
-        Op::Renew {
-            key,
-            owner,
-            epoch: e,
-            ttl,
-        } => format!(
-            "renew {} as {}, epoch {}, ttl {}",
-            name(key),
-            name(owner),
-            epoch(e),
-            interval(ttl)
-        ),
-        Op::Release {
-            key,
-            owner,
-            epoch: e,
-        } => format!(
-            "release {} as {}, epoch {}",
-            name(key),
-            name(owner),
-            epoch(e)
-        ),
-        Op::Inspect { key } => format!("inspect {}", name(key)),
-        Op::Expire { key } => format!("expire {}", name(&Some(key.clone()))),
-    }
-}
-
 /// `20ms`, `5s`, `2min`, or the interval's fields.
 fn short_interval(i: Interval) -> String {
     match (i.months, i.days, i.micros) {

@@ -22,7 +22,7 @@
 //! millisecond lease lapsing or a wait running out between two steps, may still differ).
 
 use super::monitor::{self, MonitorError, Snapshot};
-use super::plan::{call_sql, describe, describe_op, Plan};
+use super::plan::{call_sql, describe, Plan};
 use super::stall::{Sighting, StepFacts};
 use crate::campaign::Progress;
 use crate::recorder::{Begun, Recorder, RecorderError, Session};
@@ -442,7 +442,7 @@ impl<'a> Runner<'a> {
                 if let (true, Some(k)) = (s.in_txn, key) {
                     s.txn_keys.insert(k);
                 }
-                log.what = describe_op(&op);
+                log.what = model::checker::describe_call(&op);
                 log.sql = Some(call_sql(&op));
                 Action::Call(op)
             }

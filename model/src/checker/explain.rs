@@ -215,16 +215,27 @@ fn fmt_interval(i: &Option<Interval>) -> String {
     }
 }
 
+/// Texts longer than this are cut in explanations (hostile keys can be kilobytes).
+const TEXT_SHOWN: usize = 40;
+
 fn fmt_text(t: &Option<String>) -> String {
-    t.as_ref().map_or("NULL".to_string(), |s| format!("{s:?}"))
+    match t {
+        None => "NULL".to_string(),
+        Some(s) if s.chars().count() > TEXT_SHOWN => {
+            let head: String = s.chars().take(TEXT_SHOWN - 8).collect();
+            format!("{head:?}…({} chars)", s.chars().count())
+        }
+        Some(s) => format!("{s:?}"),
+    }
 }
 
 fn fmt_epoch(e: &Option<i64>) -> String {
     e.map_or("NULL".to_string(), |e| e.to_string())
 }
 
-/// `acquire("k", "a", ttl 30000ms, wait 0ms)`.
-pub(crate) fn describe_call(op: &Op<String, String>) -> String {
+/// A call as a person reads it: `acquire("k", "a", ttl 30000ms, wait 0ms)` (long texts cut,
+/// with their length). The one rendering of a call, used by explanations and step logs.
+pub fn describe_call(op: &Op<String, String>) -> String {
     match op {
         Op::Acquire {
             key,
@@ -257,7 +268,7 @@ pub(crate) fn describe_call(op: &Op<String, String>) -> String {
             fmt_epoch(epoch)
         ),
         Op::Inspect { key } => format!("inspect({})", fmt_text(key)),
-        Op::Expire { key } => format!("lapse({key:?})"),
+        Op::Expire { key } => format!("lapse({})", fmt_text(&Some(key.clone()))),
     }
 }
 

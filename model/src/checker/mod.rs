@@ -22,6 +22,7 @@ pub mod precheck;
 mod search;
 pub mod state;
 
+pub use explain::describe_call;
 pub use partition::{merge, partition, Entry, EntryKind, Partition, Windows};
 pub use state::{PState, Reject};
 

@@ -1,0 +1,222 @@
+//! The gate's "bench" suite: `bench::Config::gate` on the build under test (W1-cycle and
+//! W2-contend next to their floor, 1 and 4 clients). It passes when every figure of both
+//! workloads was measured, and, with `--bench-baseline DIR`, when no figure's ratio to its
+//! floor grew beyond the threshold (`bench::compare`). The figures go into the summary and
+//! the whole bench result into `<report>/pg<major>/bench/`.
+
+use super::outcome::{CheckResult, LatencyFigure, SuiteResult};
+use super::suites::Ctx;
+use bench::result::{BenchResult, Driver};
+use bench::workloads::{self, W1_CYCLE, W2_CONTEND};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// A bench result to compare with, and the threshold.
+#[derive(Debug, Clone)]
+pub struct Baseline {
+    pub dir: PathBuf,
+    pub result: BenchResult,
+    pub threshold: f64,
+}
+
+/// The bench measures for a fixed time (about 40 s); this bounds a hang (a driver stuck on
+/// a connection). A bench that hangs keeps its thread and cluster until the gate exits.
+const BENCH_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The pg_lease workloads whose figures the suite requires.
+const MEASURED: [&str; 2] = [W1_CYCLE, W2_CONTEND];
+
+pub async fn bench(ctx: &Ctx<'_>) -> SuiteResult {
+    let why = "the bench measures a throwaway cluster it starts with fsync and \
+               synchronous_commit on, not a server it cannot configure";
+    if let Some(skipped) = ctx.unmanaged_skip("bench", &["bench"], why) {
+        return skipped;
+    }
+    let start = Instant::now();
+    ctx.say(
+        "bench",
+        "W1-cycle, W2-contend and floor-update at 1 and 4 clients",
+    );
+    let result = match measured(ctx).await {
+        Ok(result) => result,
+        Err(why) => {
+            let check = CheckResult::infrastructure("bench", why, start.elapsed());
+            return SuiteResult::of("bench", vec![check], start.elapsed());
+        }
+    };
+    let mut checks: Vec<CheckResult> = MEASURED
+        .iter()
+        .map(|w| all_measured(&result, w, start.elapsed()))
+        .collect();
+    if let Some(baseline) = ctx.bench_baseline {
+        checks.push(compared(baseline, &result, start.elapsed()));
+    }
+    let dir = ctx.out_dir.join("bench");
+    if let Err(e) = bench::write(&result, &dir) {
+        checks.push(CheckResult::infrastructure(
+            "bench result written",
+            format!("{}: {e}", dir.display()),
+            start.elapsed(),
+        ));
+    }
+    let mut suite = SuiteResult::of("bench", checks, start.elapsed());
+    suite.figures = figures(&result);
+    suite
+}
+
+/// Runs the bench on a thread of its own (it blocks on a runtime of its own).
+async fn measured(ctx: &Ctx<'_>) -> Result<BenchResult, String> {
+    let major = ctx.cluster.version().major;
+    let files = ctx.build.files.clone();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(bench::gate_suite(major, files));
+    });
+    match tokio::time::timeout(BENCH_TIMEOUT, rx).await {
+        Ok(Ok(Ok(result))) => Ok(result),
+        Ok(Ok(Err(e))) => Err(e.to_string()),
+        Ok(Err(_)) => Err("the bench thread ended without a result (it panicked)".into()),
+        Err(_) => Err(format!(
+            "hung: the bench did not finish within {BENCH_TIMEOUT:?}"
+        )),
+    }
+}
+
+/// Every op of `workload` (its steps and its whole script) was measured at every client
+/// count of the run; the check's message lists what was not.
+fn all_measured(result: &BenchResult, workload: &str, elapsed: Duration) -> CheckResult {
+    let name = format!("{workload} measured");
+    let Some(w) = workloads::workload(workload) else {
+        return CheckResult::infrastructure(&name, "no such bench workload".into(), elapsed);
+    };
+    let mut ops: Vec<&str> = w.steps.to_vec();
+    if !ops.contains(&w.script_op) {
+        ops.push(w.script_op);
+    }
+    let mut missing = Vec::new();
+    for &clients in &result.settings.clients {
+        for op in &ops {
+            let figure = result.figure(workload, op, clients, Driver::RustClosed);
+            if !figure.is_some_and(|f| f.median.count > 0 && f.median.p50_us > 0.0) {
+                missing.push(format!("{workload}/{op} @{clients}"));
+            }
+        }
+    }
+    match missing.is_empty() {
+        true => CheckResult::passed(name, elapsed),
+        false => CheckResult::infrastructure(
+            name,
+            format!("not measured: {}", missing.join(", ")),
+            elapsed,
+        ),
+    }
+}
+
+/// The regression check against the baseline: a finding when a ratio regressed.
+fn compared(baseline: &Baseline, current: &BenchResult, elapsed: Duration) -> CheckResult {
+    let name = format!(
+        "no regression against {} (threshold {:.2}x)",
+        baseline.dir.display(),
+        baseline.threshold
+    );
+    match bench::compare(&baseline.result, current, baseline.threshold) {
+        Ok(c) if c.regressions().count() == 0 => CheckResult::passed(name, elapsed),
+        Ok(c) => CheckResult::failed(
+            name,
+            format!(
+                "baseline PG {}, this run PG {}\n{}",
+                baseline.result.major,
+                current.major,
+                c.render()
+            ),
+            elapsed,
+        ),
+        Err(e) => CheckResult::infrastructure(name, e.to_string(), elapsed),
+    }
+}
+
+/// The run's figures for the summary.
+fn figures(result: &BenchResult) -> Vec<LatencyFigure> {
+    result
+        .figures
+        .iter()
+        .map(|f| LatencyFigure {
+            workload: f.workload.clone(),
+            op: f.op.clone(),
+            clients: f.clients,
+            driver: f.driver.label().to_string(),
+            count: f.median.count,
+            throughput_per_s: f.median.throughput_per_s,
+            p50_us: f.median.p50_us,
+            p95_us: f.median.p95_us,
+            p99_us: f.median.p99_us,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::outcome::Status;
+
+    /// The committed bench baseline of PG 15 (a real run).
+    fn committed() -> (PathBuf, BenchResult) {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results/bench/20261203T132112Z");
+        let result = BenchResult::read(&dir).expect("the committed baseline reads");
+        (dir, result)
+    }
+
+    fn baseline(dir: PathBuf, result: BenchResult) -> Baseline {
+        Baseline {
+            dir,
+            result,
+            threshold: bench::DEFAULT_THRESHOLD,
+        }
+    }
+
+    /// A run equal to its baseline passes; the same run with W1-cycle's renew three times
+    /// slower (its floor unchanged) fails naming that figure (the negative control).
+    #[test]
+    fn a_regressed_figure_fails_the_comparison_and_an_unchanged_run_passes() {
+        let (dir, base) = committed();
+        let same = compared(&baseline(dir.clone(), base.clone()), &base, Duration::ZERO);
+        assert_eq!(same.status, Status::Passed, "{}", same.message);
+        let mut slower = base.clone();
+        for f in slower
+            .figures
+            .iter_mut()
+            .filter(|f| f.workload == W1_CYCLE && f.op == "renew")
+        {
+            f.median.p50_us *= 3.0;
+            for r in f.repeats.iter_mut() {
+                r.p50_us *= 3.0;
+            }
+        }
+        let regressed = compared(&baseline(dir, base), &slower, Duration::ZERO);
+        assert_eq!(regressed.status, Status::Failed, "{}", regressed.message);
+        assert!(
+            regressed.message.contains("REGRESSED W1-cycle/renew"),
+            "{}",
+            regressed.message
+        );
+    }
+
+    /// Every op of both workloads measured at every client count passes; a missing figure
+    /// is no verdict, named.
+    #[test]
+    fn a_figure_not_measured_is_named() {
+        let (_, mut result) = committed();
+        let all = all_measured(&result, W1_CYCLE, Duration::ZERO);
+        assert_eq!(all.status, Status::Passed, "{}", all.message);
+        result
+            .figures
+            .retain(|f| !(f.workload == W1_CYCLE && f.op == "release" && f.clients == 4));
+        let missing = all_measured(&result, W1_CYCLE, Duration::ZERO);
+        assert_eq!(missing.status, Status::Infrastructure);
+        assert!(
+            missing.message.contains("W1-cycle/release @4"),
+            "{}",
+            missing.message
+        );
+    }
+}

@@ -1,0 +1,82 @@
+//! The gate's "faults" suite: nemesis's named fault checks against the build under test,
+//! each on a throwaway cluster of its own (from the major's install) with the fault
+//! injected into a recorded history, judged by the model's checker. The negative controls
+//! are not run: they test the checks, not the build (`leasecheck faults --controls`).
+
+use super::outcome::{CheckResult, SuiteResult};
+use super::suites::Ctx;
+use super::Size;
+use nemesis::checks::CheckFailure;
+use nemesis::suite::{self, CheckRun, Run};
+use nemesis::Fault;
+use std::time::{Duration, Instant};
+
+/// A check records for a few seconds, restarts its server at most three times and judges
+/// within a 60 s checker budget (2-13 s per check seen here); this bounds a hang.
+const FAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// The faults a size runs: nemesis's quick set (one per class) or every named fault.
+pub fn of_size(size: Size) -> &'static [Fault] {
+    match size {
+        Size::Quick => &Fault::QUICK,
+        Size::Full => &Fault::ALL,
+    }
+}
+
+pub async fn faults(ctx: &Ctx<'_>) -> SuiteResult {
+    let names: Vec<&str> = ctx.faults.iter().map(|f| f.name()).collect();
+    let why = "each fault check starts, crashes and restarts clusters of its own from the \
+               server's install";
+    if let Some(skipped) = ctx.unmanaged_skip("faults", &names, why) {
+        return skipped;
+    }
+    let start = Instant::now();
+    let install = match ctx.cluster.install() {
+        Ok(install) => install,
+        Err(e) => {
+            let check = CheckResult::infrastructure("install", e.to_string(), start.elapsed());
+            return SuiteResult::of("faults", vec![check], start.elapsed());
+        }
+    };
+    let mut checks = Vec::new();
+    for (k, &fault) in ctx.faults.iter().enumerate() {
+        ctx.say(
+            "faults",
+            &format!("{fault} ({}/{})", k + 1, ctx.faults.len()),
+        );
+        let run = suite::run_one(fault, Run::Check, install, &ctx.build.files);
+        let check = match tokio::time::timeout(FAULT_CHECK_TIMEOUT, run).await {
+            Ok(done) => judged(&done),
+            Err(_) => CheckResult::infrastructure(
+                fault.name(),
+                format!(
+                    "hung: the {fault} check did not finish within {FAULT_CHECK_TIMEOUT:?} \
+                     (it ran on a cluster of its own, removed with it)"
+                ),
+                FAULT_CHECK_TIMEOUT,
+            ),
+        };
+        checks.push(check);
+    }
+    SuiteResult::of("faults", checks, start.elapsed())
+}
+
+/// The gate's result of one fault check: a violation fails naming its invariant, a broken
+/// expectation of the situation fails with its text, the rest is no verdict.
+fn judged(run: &CheckRun) -> CheckResult {
+    let name = run.fault.name();
+    match &run.result {
+        Ok(_) => CheckResult::passed(name, run.duration),
+        Err(CheckFailure::Violation(v)) => {
+            let mut r = CheckResult::failed(name, v.to_string(), run.duration);
+            r.invariant = Some(v.invariant.to_string());
+            r
+        }
+        Err(e @ CheckFailure::Unexpected(_)) => {
+            CheckResult::failed(name, e.to_string(), run.duration)
+        }
+        Err(e @ (CheckFailure::Unknown(_) | CheckFailure::Infrastructure(_))) => {
+            CheckResult::infrastructure(name, e.to_string(), run.duration)
+        }
+    }
+}
