@@ -20,7 +20,65 @@ use std::time::{Duration, Instant};
 use tokio_postgres::Client;
 
 /// Why a check failed.
-pub type Failure = String;
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Failure {
+    /// pg_lease broke the behaviour the check documents (a finding about the extension).
+    #[error("{0}")]
+    Violation(String),
+    /// The check could not reach a verdict: installing, connecting, starting or stopping a
+    /// cluster, recording, a call without an answer, a lost connection.
+    #[error("infrastructure failure: {0}")]
+    Infrastructure(String),
+}
+
+impl Failure {
+    pub fn is_violation(&self) -> bool {
+        matches!(self, Failure::Violation(_))
+    }
+
+    /// The explanation, without the kind.
+    pub fn message(&self) -> &str {
+        match self {
+            Failure::Violation(m) | Failure::Infrastructure(m) => m,
+        }
+    }
+}
+
+/// The checks' own assertions state violations.
+impl From<String> for Failure {
+    fn from(why: String) -> Self {
+        Failure::Violation(why)
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(why: &str) -> Self {
+        Failure::Violation(why.to_string())
+    }
+}
+
+/// The harness could not do what the check needed.
+fn infra(e: impl std::fmt::Display) -> Failure {
+    Failure::Infrastructure(e.to_string())
+}
+
+/// A server error that says nothing about pg_lease: connection exceptions (08), resources
+/// (53), operator intervention ending sessions (57P01-57P05), system errors (58).
+fn sqlstate_is_infrastructure(code: &str) -> bool {
+    code.starts_with("08")
+        || code.starts_with("53")
+        || code.starts_with("57P")
+        || code.starts_with("58")
+}
+
+/// A failure carrying `code`: infrastructure or a violation, by the SQLSTATE.
+fn by_sqlstate(code: &str, why: String) -> Failure {
+    if sqlstate_is_infrastructure(code) {
+        Failure::Infrastructure(why)
+    } else {
+        Failure::Violation(why)
+    }
+}
 type CheckResult = Result<(), Failure>;
 type CheckFuture<'a> = Pin<Box<dyn Future<Output = CheckResult> + Send + 'a>>;
 
@@ -66,7 +124,7 @@ impl Ctx<'_> {
         let name = cluster
             .fresh_database_with(prefix, self.extension)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(infra)?;
         self.setup_on(cluster, &name).await?;
         Ok(name)
     }
@@ -76,11 +134,11 @@ impl Ctx<'_> {
         if self.session.setup.is_empty() {
             return Ok(());
         }
-        let admin = cluster.connect(db).await.map_err(|e| e.to_string())?;
+        let admin = cluster.connect(db).await.map_err(infra)?;
         self.session
             .run_setup(&admin)
             .await
-            .map_err(|e| format!("the session setup: {}", pg(e)))
+            .map_err(|e| infra(format!("the session setup: {}", pg(e))))
     }
 
     /// A connection to `db` of the shared cluster, under the session settings.
@@ -93,7 +151,7 @@ impl Ctx<'_> {
         self.session
             .connect(&cluster.config(db))
             .await
-            .map_err(|e| format!("connecting under the session settings: {}", pg(e)))
+            .map_err(|e| infra(format!("connecting under the session settings: {}", pg(e))))
     }
 
     /// `lease.acquire` with no wait, which must grant: the epoch and expiry.
@@ -136,29 +194,44 @@ impl Report {
     pub fn render(&self) -> String {
         let mut out = String::new();
         for o in &self.outcomes {
-            let mark = if o.result.is_ok() { "ok  " } else { "FAIL" };
+            let mark = match &o.result {
+                Ok(()) => "ok  ",
+                Err(Failure::Violation(_)) => "FAIL",
+                Err(Failure::Infrastructure(_)) => "INFR",
+            };
             out.push_str(&format!(
                 "{mark} {:<62} {:>7.2}s\n",
                 o.name,
                 o.elapsed.as_secs_f64()
             ));
             if let Err(why) = &o.result {
-                for line in why.lines() {
+                for line in why.to_string().lines() {
                     out.push_str(&format!("       {line}\n"));
                 }
             }
         }
         let failed = self.failures().count();
+        let infrastructure = self
+            .failures()
+            .filter(|o| matches!(o.result, Err(Failure::Infrastructure(_))))
+            .count();
         out.push_str(&format!(
-            "PostgreSQL {}: {} checks, {} passed, {} failed\n",
+            "PostgreSQL {}: {} checks, {} passed, {} failed ({} of them infrastructure failures)\n",
             self.version,
             self.outcomes.len(),
             self.outcomes.len() - failed,
-            failed
+            failed,
+            infrastructure
         ));
         out
     }
 }
+
+/// The bound on one check. No check waits longer than its TTLs of a few seconds, its
+/// calls' timeout (30 s) or a server restart (60 s); the gate bounds each check at 180 s
+/// and then names the SQL the server was running, so this larger bound only ends a hang
+/// outside the gate (`leasecheck run`, the tests).
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(240);
 
 /// Runs the checks whose name contains `filter` (all when None), one after
 /// another, against pg_lease (already installed on `cluster`'s install).
@@ -201,7 +274,13 @@ pub async fn run_with(
             calls: calls.clone(),
         };
         let start = Instant::now();
-        let result = (check.run)(&ctx).await;
+        let result = match tokio::time::timeout(CHECK_TIMEOUT, (check.run)(&ctx)).await {
+            Ok(result) => result,
+            Err(_) => Err(Failure::Infrastructure(format!(
+                "hung: {} did not finish within {CHECK_TIMEOUT:?}",
+                check.name
+            ))),
+        };
         outcomes.push(CheckOutcome {
             name: check.name,
             result,
@@ -217,7 +296,7 @@ pub async fn run_with(
 macro_rules! ensure {
     ($cond:expr, $($fmt:tt)+) => {
         if !$cond {
-            return Err(format!($($fmt)+));
+            return Err(Failure::Violation(format!($($fmt)+)));
         }
     };
 }
@@ -267,14 +346,24 @@ pub fn checks() -> Vec<Check> {
     ]
 }
 
+/// A lease call that failed: a violation, unless the server or connection failed under it
+/// or the harness is at fault.
 fn e(err: LeaseError) -> Failure {
-    err.to_string()
+    match &err {
+        LeaseError::Failed { code, .. } => by_sqlstate(code, err.to_string()),
+        LeaseError::OutcomeUnknown { .. } | LeaseError::HarnessBug { .. } => infra(err),
+        _ => Failure::Violation(err.to_string()),
+    }
 }
 
+/// A statement that failed: by its SQLSTATE; without one (a lost connection), infrastructure.
 fn pg(err: tokio_postgres::Error) -> Failure {
     match err.as_db_error() {
-        Some(db) => format!("{}: {}", db.code().code(), db.message()),
-        None => err.to_string(),
+        Some(db) => by_sqlstate(
+            db.code().code(),
+            format!("{}: {}", db.code().code(), db.message()),
+        ),
+        None => infra(err),
     }
 }
 
@@ -294,9 +383,9 @@ async fn acquired(
         .map_err(e)?
     {
         Acquire::Acquired { epoch, expires_at } => Ok((epoch, expires_at)),
-        Acquire::Denied => Err(format!(
+        Acquire::Denied => Err(Failure::Violation(format!(
             "acquire({key}, {owner}) was denied, expected a grant"
-        )),
+        ))),
     }
 }
 
@@ -385,7 +474,7 @@ async fn invalid_input_is_22023_naming_every_violation_and_changes_nothing(
                     );
                 }
             }
-            other => return Err(format!("{shown}: {other:?}, expected 22023")),
+            other => return Err(format!("{shown}: {other:?}, expected 22023").into()),
         }
     }
     let row = ctx
@@ -482,9 +571,9 @@ async fn table_is_private_and_functions_are_public(ctx: &Ctx<'_>) -> CheckResult
                 if err.code() == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) => {
             }
             other => {
-                return Err(format!(
+                return Err(Failure::Violation(format!(
                     "{what} on lease.leases by an ordinary role: {other:?}, expected 42501"
-                ))
+                )))
             }
         }
     }
@@ -504,7 +593,7 @@ async fn trusted_install_by_a_non_superuser_and_drop_destroys_state(ctx: &Ctx<'_
             ctx.check.chars().take(30).collect::<String>()
         ))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(infra)?;
     ctx.setup_on(ctx.cluster, &db).await?;
     let c = ctx.connect(&db).await?;
     // Roles are cluster-wide: one per database keeps concurrent runs apart.

@@ -24,7 +24,7 @@
 //! not here: it belongs to the fault-injection suite.
 
 use crate::campaign::{self, Campaign, Length, Target};
-use crate::conformance;
+use crate::conformance::{self, Failure};
 use crate::pg::{Cluster, PgError, PgInstall};
 use crate::session::{Arguments, Collated, CollationVia, SessionSettings};
 use crate::workload::{Names, Workload};
@@ -1400,12 +1400,12 @@ pub async fn conformance(
         let expect = expectation(plan.setting, o.name);
         match (&o.result, expect) {
             (Ok(()), Expect::Pass) => passed += 1,
-            (Err(why), Expect::Refused)
+            (Err(Failure::Violation(why)), Expect::Refused)
                 if why.contains("55000") && why.contains("pg_lease needs READ COMMITTED") =>
             {
                 refused += 1
             }
-            (Err(why), Expect::Cancelled)
+            (Err(Failure::Violation(why)), Expect::Cancelled)
                 if why.contains("canceling statement due to statement timeout") =>
             {
                 cancelled += 1
@@ -1422,7 +1422,7 @@ pub async fn conformance(
             (Err(why), _) => problems.push(format!(
                 "{}: {} (expected {expect:?})",
                 o.name,
-                why.lines().next().unwrap_or_default()
+                why.to_string().lines().next().unwrap_or_default()
             )),
             (Ok(()), Expect::NotRun(_)) => {}
         }

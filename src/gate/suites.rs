@@ -227,6 +227,7 @@ fn tail(text: &str, n: usize) -> String {
 const CONFORMANCE_CHECK_TIMEOUT: Duration = Duration::from_secs(180);
 
 async fn conformance(ctx: &Ctx<'_>) -> SuiteResult {
+    use harness::conformance::Failure;
     let start = Instant::now();
     let mut checks = Vec::new();
     for check in harness::conformance::checks() {
@@ -244,7 +245,10 @@ async fn conformance(ctx: &Ctx<'_>) -> SuiteResult {
             match report.outcomes.into_iter().next() {
                 Some(o) => match o.result {
                     Ok(()) => CheckResult::passed(check.name, o.elapsed),
-                    Err(why) => CheckResult::failed(check.name, why, o.elapsed),
+                    Err(Failure::Violation(why)) => CheckResult::failed(check.name, why, o.elapsed),
+                    Err(Failure::Infrastructure(why)) => {
+                        CheckResult::infrastructure(check.name, why, o.elapsed)
+                    }
                 },
                 None => CheckResult::infrastructure(
                     check.name,

@@ -6,7 +6,7 @@
 use super::script::{
     acquire, attempt, call, execute, granted, inspect, not_granted, release, renew, Script,
 };
-use super::{pg, xid_assigned, CheckResult, Ctx, MS, S};
+use super::{infra, pg, xid_assigned, CheckResult, Ctx, Failure, MS, S};
 use crate::pg::{Cluster, ClusterOptions};
 use crate::recorder::Session;
 use model::{Isolation, OpResult, Outcome};
@@ -35,14 +35,14 @@ const PROMPT: Duration = Duration::from_secs(2);
 const RENEW_UNSTALLED: Duration = Duration::from_millis(500);
 
 /// A fresh database for the check and a script recording on it.
-async fn script(ctx: &Ctx<'_>) -> Result<(String, Script), String> {
+async fn script(ctx: &Ctx<'_>) -> Result<(String, Script), Failure> {
     let (db, _) = ctx.db().await?;
     let script = Script::on(ctx, &db)?;
     Ok((db, script))
 }
 
 /// Whether the recorded session's open transaction has written (has a transaction id).
-async fn wrote(s: &Session) -> Result<bool, String> {
+async fn wrote(s: &Session) -> Result<bool, Failure> {
     let c = s
         .connection()
         .ok_or("the recorded session has no connection")?;
@@ -68,13 +68,11 @@ pub(super) async fn denied_acquire_returns_nulls_and_writes_nothing(ctx: &Ctx<'_
     let mut a = script.session().await?;
     let mut b = script.session().await?;
     call(&mut a, acquire("k", "a", S(60), Duration::ZERO)).await?;
-    b.begin(Isolation::ReadCommitted)
-        .await
-        .map_err(|e| e.to_string())?;
+    b.begin(Isolation::ReadCommitted).await.map_err(infra)?;
     call(&mut b, acquire("k", "b", S(60), Duration::ZERO)).await?;
     // Not in the model: a denied acquire must not write (no transaction id, no WAL).
     let wrote = wrote(&b).await?;
-    b.rollback().await.map_err(|e| e.to_string())?;
+    b.rollback().await.map_err(infra)?;
     script.judge().await?;
     if wrote {
         return Err("a denied acquire assigned a transaction id (it wrote)".into());
@@ -92,13 +90,11 @@ pub(super) async fn same_owner_acquire_is_idempotent_and_writes_nothing(
         acquire("job-42", "worker-a1", S(30), Duration::ZERO),
     )
     .await?;
-    s.begin(Isolation::ReadCommitted)
-        .await
-        .map_err(|e| e.to_string())?;
+    s.begin(Isolation::ReadCommitted).await.map_err(infra)?;
     call(&mut s, acquire("job-42", "worker-a1", S(300), S(5))).await?;
     // Not in the model: an idempotent re-acquire must not write.
     let wrote = wrote(&s).await?;
-    s.commit().await.map_err(|e| e.to_string())?;
+    s.commit().await.map_err(infra)?;
     script.judge().await?;
     if wrote {
         return Err("an idempotent acquire assigned a transaction id (it wrote)".into());
@@ -242,16 +238,16 @@ pub(super) async fn blocking_acquire_is_woken_by_release(ctx: &Ctx<'_>) -> Check
     tokio::time::sleep(MS(300)).await;
     let released = Instant::now();
     call(&mut a, release("k", "a", e1)).await?;
-    let (r, answered) = waiter.await.map_err(|e| e.to_string())?;
+    let (r, answered) = waiter.await.map_err(infra)?;
     let r = r?;
     script.judge().await?;
     // Not in the model (a late grant is still linearizable): the waiter notices promptly.
     let took = answered.saturating_duration_since(released);
     if granted(&r).is_none() || took > PROMPT {
-        return Err(format!(
+        return Err(Failure::Violation(format!(
             "the waiter answered {:?} {took:?} after the release (at most {PROMPT:?} expected)",
             r.result
-        ));
+        )));
     }
     Ok(())
 }
@@ -268,10 +264,10 @@ pub(super) async fn blocking_acquire_takes_over_at_expiry(ctx: &Ctx<'_>) -> Chec
     // Not in the model: the takeover comes promptly after the 500 ms lease ran out.
     let took = answered.saturating_duration_since(asked);
     if granted(&r).is_none() || took > MS(500) + PROMPT {
-        return Err(format!(
+        return Err(Failure::Violation(format!(
             "the blocking acquire over a 500ms lease answered {:?} after {took:?}",
             r.result
-        ));
+        )));
     }
     Ok(())
 }
@@ -291,10 +287,10 @@ pub(super) async fn wait_exhaustion_is_57014_and_distinct_from_a_cancel(
     script.judge().await?;
     // The error texts are outside the model: the exhausted wait says so, a cancel does not.
     if exhausted.result.outcome() != Outcome::Timeout {
-        return Err(format!(
+        return Err(Failure::Violation(format!(
             "exhausted wait: {:?}, expected 57014 wait exhausted",
             exhausted.result
-        ));
+        )));
     }
     match &cancelled.result {
         OpResult::Fail { sqlstate, message }
@@ -302,9 +298,9 @@ pub(super) async fn wait_exhaustion_is_57014_and_distinct_from_a_cancel(
         {
             Ok(())
         }
-        other => Err(format!(
+        other => Err(Failure::Violation(format!(
             "statement_timeout during a wait: {other:?}, expected a plain 57014 cancel"
-        )),
+        ))),
     }
 }
 
@@ -313,29 +309,23 @@ pub(super) async fn aborted_transactions_change_nothing(ctx: &Ctx<'_>) -> CheckR
     let mut s = script.session().await?;
     let mut look = script.session().await?;
     // A rolled-back acquire leaves a never-leased key never-leased.
-    s.begin(Isolation::ReadCommitted)
-        .await
-        .map_err(|e| e.to_string())?;
+    s.begin(Isolation::ReadCommitted).await.map_err(infra)?;
     call(&mut s, acquire("k", "a", S(60), Duration::ZERO)).await?;
-    s.rollback().await.map_err(|e| e.to_string())?;
+    s.rollback().await.map_err(infra)?;
     call(&mut look, inspect("k")).await?;
     // Rolled-back renew and release leave the lease as it was.
     let got = call(&mut s, acquire("k", "a", S(60), Duration::ZERO)).await?;
     let ep = grant!(script, got);
-    s.begin(Isolation::ReadCommitted)
-        .await
-        .map_err(|e| e.to_string())?;
+    s.begin(Isolation::ReadCommitted).await.map_err(infra)?;
     call(&mut s, renew("k", "a", ep, S(600))).await?;
     call(&mut s, release("k", "a", ep)).await?;
-    s.rollback().await.map_err(|e| e.to_string())?;
+    s.rollback().await.map_err(infra)?;
     call(&mut look, inspect("k")).await?;
     // A transaction aborted by an error after a grant rolls the grant back too.
-    s.begin(Isolation::ReadCommitted)
-        .await
-        .map_err(|e| e.to_string())?;
+    s.begin(Isolation::ReadCommitted).await.map_err(infra)?;
     call(&mut s, acquire("k3", "a", S(60), Duration::ZERO)).await?;
     let failed = execute(&s, "SELECT 1/0").await;
-    s.rollback().await.map_err(|e| e.to_string())?;
+    s.rollback().await.map_err(infra)?;
     call(&mut look, inspect("k3")).await?;
     script.judge().await?;
     if failed.is_ok() {
@@ -402,7 +392,7 @@ pub(super) async fn exactly_one_of_concurrent_acquirers_wins(ctx: &Ctx<'_>) -> C
             }));
         }
         for t in tasks {
-            let (s, r) = t.await.map_err(|e| e.to_string())?;
+            let (s, r) = t.await.map_err(infra)?;
             r?;
             sessions.push(s);
         }
@@ -432,13 +422,13 @@ pub(super) async fn blocking_waiters_never_stall_the_holders_renew(ctx: &Ctx<'_>
         tokio::time::sleep(MS(100)).await;
     }
     for w in waiters {
-        w.await.map_err(|e| e.to_string())??;
+        w.await.map_err(infra)??;
     }
     script.judge().await?;
     if slowest >= RENEW_UNSTALLED {
-        return Err(format!(
+        return Err(Failure::Violation(format!(
             "a renew took {slowest:?} while waiters were polling"
-        ));
+        )));
     }
     Ok(())
 }
@@ -482,37 +472,39 @@ pub(super) async fn a_waiter_that_lost_a_race_never_stalls_the_holders_renew(
     let pid3 = s3
         .backend_pid()
         .ok_or("the waiter's session has no backend")?;
-    s2.begin(Isolation::ReadCommitted)
-        .await
-        .map_err(|e| e.to_string())?;
+    s2.begin(Isolation::ReadCommitted).await.map_err(infra)?;
     let got = call(&mut s2, acquire("k", "s2", S(60), Duration::ZERO)).await?;
     let ep = grant!(script, got);
     let waiter = tokio::spawn(async move { call(&mut s3, acquire("k", "s3", S(60), S(3))).await });
     until_lock_wait(ctx, &db, pid3).await?;
-    s2.commit().await.map_err(|e| e.to_string())?;
+    s2.commit().await.map_err(infra)?;
     tokio::time::sleep(MS(300)).await;
     let start = Instant::now();
     call(&mut s2, renew("k", "s2", ep, S(60))).await?;
     let took = start.elapsed();
-    waiter.await.map_err(|e| e.to_string())??;
+    waiter.await.map_err(infra)??;
     script.judge().await?;
     if took >= RENEW_UNSTALLED {
-        return Err(format!(
+        return Err(Failure::Violation(format!(
             "the new holder's renew waited {took:?} for a waiter that lost a race"
-        ));
+        )));
     }
     Ok(())
 }
 
 /// A cluster of the check's own from the same install (the extension under test is
 /// already installed there), for the checks that stop the server.
-fn own_cluster(ctx: &Ctx<'_>) -> Result<Cluster, String> {
+async fn own_cluster(ctx: &Ctx<'_>) -> Result<Cluster, Failure> {
     let options = ClusterOptions {
         extensions: Vec::new(),
         ..ClusterOptions::default()
     };
-    let install = ctx.cluster.install().map_err(|e| e.to_string())?;
-    Cluster::start_with(install, options).map_err(|e| e.to_string())
+    // initdb and the start block: off the runtime's threads.
+    let install = ctx.cluster.install().map_err(infra)?.clone();
+    tokio::task::spawn_blocking(move || Cluster::start_with(&install, options))
+        .await
+        .map_err(infra)?
+        .map_err(infra)
 }
 
 /// Inspects every key of `keys` on a new session (the server restarted since the last).
@@ -525,7 +517,7 @@ async fn inspect_all(script: &Script, keys: &[&str]) -> CheckResult {
 }
 
 pub(super) async fn committed_state_survives_restart_and_crash(ctx: &Ctx<'_>) -> CheckResult {
-    let mut cluster = own_cluster(ctx)?;
+    let mut cluster = own_cluster(ctx).await?;
     let db = ctx.fresh_database_on(&cluster, "durable").await?;
     let script = Script::on_cluster(ctx, &cluster, &db)?;
     let keys = ["held", "freed", "uncommitted"];
@@ -536,29 +528,27 @@ pub(super) async fn committed_state_survives_restart_and_crash(ctx: &Ctx<'_>) ->
     call(&mut s, release("freed", "a", ep)).await?;
     // An open, uncommitted grant at crash time must vanish.
     let mut open = script.session().await?;
-    open.begin(Isolation::ReadCommitted)
-        .await
-        .map_err(|e| e.to_string())?;
+    open.begin(Isolation::ReadCommitted).await.map_err(infra)?;
     call(
         &mut open,
         acquire("uncommitted", "a", S(3600), Duration::ZERO),
     )
     .await?;
     let crash = async {
-        cluster.crash()?;
-        cluster.resume()
+        cluster.crash_async().await?;
+        cluster.resume_async().await
     };
     script.restart("crash", false, crash).await?;
     // The lost transaction's end, resolved through pg_xact_status.
-    open.commit().await.map_err(|e| e.to_string())?;
+    open.commit().await.map_err(infra)?;
     inspect_all(&script, &keys).await?;
     script
-        .restart("restart", true, async { cluster.restart() })
+        .restart("restart", true, cluster.restart_async())
         .await?;
     inspect_all(&script, &keys).await?;
     let immediate = async {
-        cluster.stop_immediate()?;
-        cluster.resume()
+        cluster.stop_immediate_async().await?;
+        cluster.resume_async().await
     };
     script
         .restart("immediate-shutdown", false, immediate)
@@ -570,7 +560,7 @@ pub(super) async fn committed_state_survives_restart_and_crash(ctx: &Ctx<'_>) ->
 }
 
 pub(super) async fn downtime_never_extends_ownership(ctx: &Ctx<'_>) -> CheckResult {
-    let mut cluster = own_cluster(ctx)?;
+    let mut cluster = own_cluster(ctx).await?;
     let db = ctx.fresh_database_on(&cluster, "downtime").await?;
     let script = Script::on_cluster(ctx, &cluster, &db)?;
     let mut s = script.session().await?;
@@ -579,9 +569,9 @@ pub(super) async fn downtime_never_extends_ownership(ctx: &Ctx<'_>) -> CheckResu
     drop(s);
     // Down for longer than the TTL: the lease runs out while the server is down.
     let downtime = async {
-        cluster.stop_fast()?;
+        cluster.stop_fast_async().await?;
         tokio::time::sleep(MS(1200)).await;
-        cluster.resume()
+        cluster.resume_async().await
     };
     script.restart("fast-shutdown", true, downtime).await?;
     let mut s = script.session().await?;

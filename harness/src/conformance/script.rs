@@ -4,7 +4,7 @@
 //! (specs/INVARIANTS.md). A check adds hand-written assertions only for what the model
 //! does not cover: error texts and SQLSTATEs, whether a call wrote, how long a call took.
 
-use super::{pg, Ctx, Failure};
+use super::{by_sqlstate, infra, pg, Ctx, Failure};
 use crate::pg::{Cluster, PgError};
 use crate::recorder::{Recorder, RecorderOptions, Session};
 use model::checker::{check, Verdict};
@@ -45,7 +45,7 @@ impl Script {
             ..RecorderOptions::default()
         };
         let recorder = Recorder::new(cluster.config(db), options)
-            .map_err(|e| format!("cannot record: {e}"))?;
+            .map_err(|e| infra(format!("cannot record: {e}")))?;
         Ok(Script {
             recorder: Arc::new(recorder),
         })
@@ -56,7 +56,7 @@ impl Script {
         let mut s = self.recorder.session();
         s.connect()
             .await
-            .map_err(|e| format!("a recorded session: {e}"))?;
+            .map_err(|e| infra(format!("a recorded session: {e}")))?;
         Ok(s)
     }
 
@@ -65,8 +65,10 @@ impl Script {
     pub(super) async fn lapse(&self, key: &str) -> Result<bool, Failure> {
         match self.recorder.lapse(key).await {
             Ok(Some(applied)) => Ok(applied),
-            Ok(None) => Err(format!("the injected lapse of {key:?} got no answer")),
-            Err(e) => Err(e.to_string()),
+            Ok(None) => Err(infra(format!(
+                "the injected lapse of {key:?} got no answer"
+            ))),
+            Err(e) => Err(infra(e)),
         }
     }
 
@@ -84,8 +86,8 @@ impl Script {
         let effect = NemesisEffect::Restart { clean, down: None };
         self.recorder
             .nemesis_end(started, effect, fault.to_string())
-            .map_err(|e| e.to_string())?;
-        bounced.map_err(|e| format!("{fault}: {e}"))
+            .map_err(infra)?;
+        bounced.map_err(|e| infra(format!("{fault}: {e}")))
     }
 
     /// Ends the history and judges it: passes only when the checker finds it
@@ -94,20 +96,22 @@ impl Script {
         let history = self
             .recorder
             .finish()
-            .map_err(|e| format!("the recorded history: {e}"))?;
+            .map_err(|e| infra(format!("the recorded history: {e}")))?;
         let verdict =
             tokio::task::spawn_blocking(move || check(&history, &CheckOptions::default()))
                 .await
-                .map_err(|e| format!("the checker: {e}"))?;
+                .map_err(|e| infra(format!("the checker: {e}")))?;
         match verdict {
             Verdict::Linearizable(_) => Ok(()),
-            Verdict::Violation(v) => Err(format!(
+            Verdict::Violation(v) => Err(Failure::Violation(format!(
                 "the history breaks invariant {} ({}): {}",
                 v.invariant.number(),
                 v.invariant,
                 v.explanation
-            )),
-            Verdict::Unknown(spent) => Err(format!("the checker could not decide: {spent:?}")),
+            ))),
+            Verdict::Unknown(spent) => {
+                Err(infra(format!("the checker could not decide: {spent:?}")))
+            }
         }
     }
 }
@@ -117,10 +121,10 @@ impl Script {
     /// an invariant, else `why`.
     pub(super) async fn stop(self, why: String) -> Failure {
         match self.judge().await {
-            Err(violation) => violation,
-            Ok(()) => {
-                format!("{why} (the history so far is linearizable; the script cannot go on)")
-            }
+            Err(failure) => failure,
+            Ok(()) => Failure::Violation(format!(
+                "{why} (the history so far is linearizable; the script cannot go on)"
+            )),
         }
     }
 }
@@ -128,7 +132,7 @@ impl Script {
 /// Runs `op` on the recorded session `s`; its record, whatever came back. A harness
 /// failure (no connection, a malformed answer) fails the check.
 pub(super) async fn attempt(s: &mut Session, op: Op<String, String>) -> Result<OpRecord, Failure> {
-    s.call(&op).await.map_err(|e| e.to_string())
+    s.call(&op).await.map_err(infra)
 }
 
 /// Runs `op` on the recorded session `s`, which must answer: a result, or the wait
@@ -140,10 +144,13 @@ pub(super) async fn call(s: &mut Session, op: Op<String, String>) -> Result<OpRe
     match &record.result {
         OpResult::Ok(_) => Ok(record),
         _ if record.result.outcome() == Outcome::Timeout => Ok(record),
-        OpResult::Fail { sqlstate, message } => {
-            Err(format!("{:?} failed: {sqlstate}: {message}", record.call))
+        OpResult::Fail { sqlstate, message } => Err(by_sqlstate(
+            sqlstate,
+            format!("{:?} failed: {sqlstate}: {message}", record.call),
+        )),
+        OpResult::Unknown { reason } => {
+            Err(infra(format!("{:?} got no answer: {reason}", record.call)))
         }
-        OpResult::Unknown { reason } => Err(format!("{:?} got no answer: {reason}", record.call)),
     }
 }
 
@@ -151,7 +158,7 @@ pub(super) async fn call(s: &mut Session, op: Op<String, String>) -> Result<OpRe
 pub(super) async fn execute(s: &Session, sql: &str) -> Result<(), Failure> {
     let c = s
         .connection()
-        .ok_or("the recorded session has no connection")?;
+        .ok_or_else(|| infra("the recorded session has no connection"))?;
     c.batch_execute(sql).await.map_err(pg)
 }
 

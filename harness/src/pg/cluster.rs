@@ -176,13 +176,13 @@ impl Cluster {
     /// checkpoint is written.
     pub fn stop_fast(&mut self) -> Result<()> {
         self.managed_mut("stop the server")?
-            .stop_with(libc::SIGINT, Duration::from_secs(60))
+            .stop_with(libc::SIGINT, FAST_STOP_TIMEOUT)
     }
 
     /// "Immediate" shutdown (SIGQUIT): no checkpoint; the next start runs crash recovery.
     pub fn stop_immediate(&mut self) -> Result<()> {
         self.managed_mut("stop the server")?
-            .stop_with(libc::SIGQUIT, Duration::from_secs(30))
+            .stop_with(libc::SIGQUIT, IMMEDIATE_STOP_TIMEOUT)
     }
 
     /// Simulates a server crash: SIGKILL of the postmaster and every backend
@@ -205,6 +205,38 @@ impl Cluster {
     pub fn restart(&mut self) -> Result<()> {
         self.stop_fast()?;
         self.resume()
+    }
+
+    /// [`Cluster::stop_fast`] for async code (waits without blocking the runtime's thread).
+    pub async fn stop_fast_async(&mut self) -> Result<()> {
+        self.managed_mut("stop the server")?
+            .stop_with_async(libc::SIGINT, FAST_STOP_TIMEOUT)
+            .await
+    }
+
+    /// [`Cluster::stop_immediate`] for async code.
+    pub async fn stop_immediate_async(&mut self) -> Result<()> {
+        self.managed_mut("stop the server")?
+            .stop_with_async(libc::SIGQUIT, IMMEDIATE_STOP_TIMEOUT)
+            .await
+    }
+
+    /// [`Cluster::crash`] for async code.
+    pub async fn crash_async(&mut self) -> Result<()> {
+        self.managed_mut("crash the server")?.crash_async().await
+    }
+
+    /// [`Cluster::resume`] for async code.
+    pub async fn resume_async(&mut self) -> Result<()> {
+        self.managed_mut("start the server")?
+            .spawn_and_wait_async()
+            .await
+    }
+
+    /// [`Cluster::restart`] for async code.
+    pub async fn restart_async(&mut self) -> Result<()> {
+        self.stop_fast_async().await?;
+        self.resume_async().await
     }
 
     /// Whether the server is up (an external server is taken to be).
@@ -527,6 +559,30 @@ impl Managed {
     }
 
     fn spawn_and_wait(&mut self) -> Result<()> {
+        let log_start = self.spawn_postmaster()?;
+        let deadline = Instant::now() + self.start_timeout;
+        let ready = poll_blocking(READY_POLL, || self.ready_step(log_start, deadline));
+        self.kill_unless_ready(ready)
+    }
+
+    /// As `spawn_and_wait`, waiting on the runtime's timer instead of blocking its thread.
+    async fn spawn_and_wait_async(&mut self) -> Result<()> {
+        let log_start = self.spawn_postmaster()?;
+        let deadline = Instant::now() + self.start_timeout;
+        let ready = poll_async(READY_POLL, || self.ready_step(log_start, deadline)).await;
+        self.kill_unless_ready(ready)
+    }
+
+    /// A postmaster that did not become ready is killed.
+    fn kill_unless_ready(&mut self, ready: Result<()>) -> Result<()> {
+        if ready.is_err() {
+            self.kill_postmaster();
+        }
+        ready
+    }
+
+    /// Starts the postmaster (not waiting for it); the server log's length before it.
+    fn spawn_postmaster(&mut self) -> Result<u64> {
         if self.postmaster.is_some() {
             return Err(PgError::AlreadyRunning);
         }
@@ -569,49 +625,41 @@ impl Managed {
         self.postmaster = Some(child);
         procs::set_postmaster(self.id, Some(pid));
         self.watchdog.tell(pid);
-        match self.wait_ready(log_start) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                self.kill_postmaster();
-                Err(e)
-            }
-        }
+        Ok(log_start)
     }
 
-    fn wait_ready(&mut self, log_start: u64) -> Result<()> {
-        let deadline = Instant::now() + self.start_timeout;
-        let pid_file = self.data.join("postmaster.pid");
-        loop {
-            if let Some(child) = self.postmaster.as_mut() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    self.postmaster = None;
-                    procs::set_postmaster(self.id, None);
-                    self.watchdog.tell(0);
-                    return Err(PgError::StartFailed {
-                        status: status.to_string(),
-                        log: self.log_since(log_start),
-                    });
-                }
-            }
-            let ready = fs::read_to_string(&pid_file)
-                .map(|text| {
-                    text.lines()
-                        .nth(7)
-                        .map(|l| l.trim() == "ready")
-                        .unwrap_or(false)
-                })
-                .unwrap_or(false);
-            if ready && std::net::TcpStream::connect((HOST, self.port)).is_ok() {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                return Err(PgError::StartTimeout {
-                    seconds: self.start_timeout.as_secs(),
+    /// One look at a starting server: `None` while it is starting, else whether it became
+    /// ready (it exited, or `deadline` passed).
+    fn ready_step(&mut self, log_start: u64, deadline: Instant) -> Option<Result<()>> {
+        if let Some(child) = self.postmaster.as_mut() {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.postmaster = None;
+                procs::set_postmaster(self.id, None);
+                self.watchdog.tell(0);
+                return Some(Err(PgError::StartFailed {
+                    status: status.to_string(),
                     log: self.log_since(log_start),
-                });
+                }));
             }
-            std::thread::sleep(Duration::from_millis(20));
         }
+        let ready = fs::read_to_string(self.data.join("postmaster.pid"))
+            .map(|text| {
+                text.lines()
+                    .nth(7)
+                    .map(|l| l.trim() == "ready")
+                    .unwrap_or(false)
+            })
+            .unwrap_or(false);
+        if ready && std::net::TcpStream::connect((HOST, self.port)).is_ok() {
+            return Some(Ok(()));
+        }
+        if Instant::now() >= deadline {
+            return Some(Err(PgError::StartTimeout {
+                seconds: self.start_timeout.as_secs(),
+                log: self.log_since(log_start),
+            }));
+        }
+        None
     }
 
     fn log_since(&self, start: u64) -> String {
@@ -628,33 +676,70 @@ impl Managed {
             procs::kill_tree(child.id() as i32);
             let _ = child.wait();
         }
+        self.forget_postmaster();
+    }
+
+    /// `kill_postmaster` for async code.
+    async fn kill_postmaster_async(&mut self) {
+        if let Some(mut child) = self.postmaster.take() {
+            procs::kill_tree_async(child.id() as i32).await;
+            // Reaping a SIGKILLed process whose children are gone does not wait.
+            let _ = child.wait();
+        }
+        self.forget_postmaster();
+    }
+
+    fn forget_postmaster(&mut self) {
         procs::set_postmaster(self.id, None);
         self.watchdog.tell(0);
     }
 
+    /// A crash: SIGKILL of the postmaster and all its children.
+    async fn crash_async(&mut self) -> Result<()> {
+        if self.postmaster.is_none() {
+            return Err(PgError::NotRunning);
+        }
+        self.kill_postmaster_async().await;
+        Ok(())
+    }
+
     fn stop_with(&mut self, sig: i32, timeout: Duration) -> Result<()> {
+        let deadline = self.signal_postmaster(sig, timeout)?;
+        poll_blocking(STOP_POLL, || self.stopped_step(deadline, timeout))
+    }
+
+    /// As `stop_with`, waiting on the runtime's timer instead of blocking its thread.
+    async fn stop_with_async(&mut self, sig: i32, timeout: Duration) -> Result<()> {
+        let deadline = self.signal_postmaster(sig, timeout)?;
+        poll_async(STOP_POLL, || self.stopped_step(deadline, timeout)).await
+    }
+
+    /// Sends `sig` to the postmaster; the deadline for it to exit.
+    fn signal_postmaster(&mut self, sig: i32, timeout: Duration) -> Result<Instant> {
         let Some(child) = self.postmaster.as_mut() else {
             return Err(PgError::NotRunning);
         };
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, sig) };
-        let deadline = Instant::now() + timeout;
-        loop {
-            match child.try_wait() {
-                Ok(Some(_)) | Err(_) => break,
-                Ok(None) if Instant::now() >= deadline => {
-                    self.kill_postmaster();
-                    return Err(PgError::StopTimeout {
-                        seconds: timeout.as_secs(),
-                    });
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+        Ok(Instant::now() + timeout)
+    }
+
+    /// One look at a stopping server: `None` while it runs; past `deadline` it is killed.
+    fn stopped_step(&mut self, deadline: Instant, timeout: Duration) -> Option<Result<()>> {
+        let child = self.postmaster.as_mut()?;
+        match child.try_wait() {
+            Ok(Some(_)) | Err(_) => {}
+            Ok(None) if Instant::now() >= deadline => {
+                self.kill_postmaster();
+                return Some(Err(PgError::StopTimeout {
+                    seconds: timeout.as_secs(),
+                }));
             }
+            Ok(None) => return None,
         }
         self.postmaster = None;
-        procs::set_postmaster(self.id, None);
-        self.watchdog.tell(0);
-        Ok(())
+        self.forget_postmaster();
+        Some(Ok(()))
     }
 }
 
@@ -712,6 +797,37 @@ fn free_port() -> Result<u16> {
         .local_addr()
         .map(|a| a.port())
         .map_err(|e| PgError::io("finding a free port", "127.0.0.1:0", e))
+}
+
+/// How long a fast shutdown (a checkpoint) and an immediate one may take before the
+/// postmaster is killed.
+const FAST_STOP_TIMEOUT: Duration = Duration::from_secs(60);
+const IMMEDIATE_STOP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often a starting or stopping server is looked at.
+const READY_POLL: Duration = Duration::from_millis(20);
+const STOP_POLL: Duration = Duration::from_millis(10);
+
+/// Calls `step` every `period` until it answers, sleeping the thread in between (for
+/// synchronous callers, including a cluster dropped in async code: see
+/// [`procs::blocking_section`]).
+fn poll_blocking<T>(period: Duration, mut step: impl FnMut() -> Option<Result<T>>) -> Result<T> {
+    procs::blocking_section(|| loop {
+        if let Some(answer) = step() {
+            return answer;
+        }
+        std::thread::sleep(period);
+    })
+}
+
+/// [`poll_blocking`] for async callers: sleeps on the runtime's timer, so a runtime
+/// thread is never blocked.
+async fn poll_async<T>(period: Duration, mut step: impl FnMut() -> Option<Result<T>>) -> Result<T> {
+    loop {
+        if let Some(answer) = step() {
+            return answer;
+        }
+        tokio::time::sleep(period).await;
+    }
 }
 
 /// One cluster per major for the whole process (a test binary), started on

@@ -117,7 +117,7 @@ pub fn fetch(major: u32) -> Result<PgInstall> {
     PgInstall::from_bin_dir(&dest.join("bin"), InstallSource::Fetched)
 }
 
-fn download(url: &str) -> Result<Vec<u8>> {
+pub(super) fn download(url: &str) -> Result<Vec<u8>> {
     let err = |message: String| PgError::Download {
         url: url.to_string(),
         message,
@@ -131,6 +131,8 @@ fn download(url: &str) -> Result<Vec<u8>> {
                 .build(),
         )
         .timeout_connect(Some(std::time::Duration::from_secs(30)))
+        // A stalled download must end (the largest build is ~60 MB).
+        .timeout_global(Some(std::time::Duration::from_secs(600)))
         .build();
     let agent = ureq::Agent::new_with_config(config);
     let mut response = agent.get(url).call().map_err(|e| err(e.to_string()))?;
@@ -241,7 +243,7 @@ fn hydrate_symlinks(json: &str, dest: &Path) -> Result<()> {
 }
 
 /// Directories 0755 and files at least 0644 so the unprivileged postgres user can use them.
-fn make_world_readable(dir: &Path) -> Result<()> {
+pub(super) fn make_world_readable(dir: &Path) -> Result<()> {
     let meta = fs::symlink_metadata(dir).map_err(|e| PgError::io("reading", dir, e))?;
     if meta.file_type().is_symlink() {
         return Ok(());
@@ -263,10 +265,10 @@ fn make_world_readable(dir: &Path) -> Result<()> {
 }
 
 /// An exclusive `flock` held for the lifetime of the value.
-struct FileLock(fs::File);
+pub(super) struct FileLock(fs::File);
 
 impl FileLock {
-    fn acquire(path: &Path) -> Result<FileLock> {
+    pub(super) fn acquire(path: &Path) -> Result<FileLock> {
         use std::os::fd::AsRawFd;
         let file = fs::OpenOptions::new()
             .create(true)

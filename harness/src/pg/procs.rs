@@ -132,18 +132,56 @@ fn gone_or_zombie(pid: i32) -> bool {
 /// are listed and killed, then it is killed. Waits until all of them are gone
 /// (or zombies), so the data directory can be started again at once.
 pub(crate) fn kill_tree(pid: i32) {
+    let children = kill_tree_now(pid);
+    let deadline = Instant::now() + KILL_WAIT;
+    blocking_section(|| {
+        while !all_gone(&children) && Instant::now() < deadline {
+            std::thread::sleep(KILL_POLL);
+        }
+    });
+}
+
+/// Runs `wait`, which sleeps the thread. On a worker of a multi-threaded tokio runtime (a
+/// synchronous cluster method or a drop reached from async code) the runtime is told
+/// first, so that its other tasks move to another worker instead of stalling; elsewhere
+/// (no runtime, a current-thread runtime, the blocking pool) it just runs.
+pub(crate) fn blocking_section<T>(wait: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(wait)
+        }
+        _ => wait(),
+    }
+}
+
+/// [`kill_tree`] for async code: waits on the runtime's timer.
+pub(crate) async fn kill_tree_async(pid: i32) {
+    let children = kill_tree_now(pid);
+    let deadline = Instant::now() + KILL_WAIT;
+    while !all_gone(&children) && Instant::now() < deadline {
+        tokio::time::sleep(KILL_POLL).await;
+    }
+}
+
+/// How long killed processes may take to go (they never take more than milliseconds
+/// unless the machine stalls), and how often to look.
+const KILL_WAIT: Duration = Duration::from_secs(10);
+const KILL_POLL: Duration = Duration::from_millis(5);
+
+/// Sends the SIGKILLs of [`kill_tree`]; the children it killed.
+fn kill_tree_now(pid: i32) -> Vec<i32> {
     signal(pid, libc::SIGSTOP);
     let children = children_of(pid);
     for &child in &children {
         signal(child, libc::SIGKILL);
     }
     signal(pid, libc::SIGKILL);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    for &child in &children {
-        while !gone_or_zombie(child) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
+    children
+}
+
+fn all_gone(pids: &[i32]) -> bool {
+    pids.iter().all(|&p| gone_or_zombie(p))
 }
 
 /// Sends `sig` to the postmaster `pid` and all its children (SIGSTOP: the

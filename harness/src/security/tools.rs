@@ -1,11 +1,14 @@
 //! PostgreSQL's client programs (`pg_dump`, `pg_restore`, `psql`) run as child processes.
 //!
 //! The install under test provides them when it has them. A build without client programs
-//! (the fetched PostgreSQL 14 has only the server) borrows those of a newer installed major:
+//! (the fetched builds have only the server) uses the fetched client programs of its major
+//! (`pg::CLIENT_PROGRAMS`, 16-18), else borrows those of a newer installed major:
 //! `pg_dump` dumps older servers, and its archive restores into them for the objects pg_lease
 //! has (a schema, a table, functions, an extension).
 
-use crate::pg::{PgInstall, HOST};
+use crate::pg::{
+    client_programs_bin_dir, fetch_client_programs, pinned_client_programs, PgInstall, HOST,
+};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -17,10 +20,18 @@ const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 pub enum ToolError {
     #[error(
         "no pg_dump, pg_restore and psql of PostgreSQL {major} or newer found (looked at: {tried}); \
-         install the client programs (Debian: postgresql-client-15)",
+         install the client programs (Debian: postgresql-client-NN) or let the harness fetch them",
         tried = .tried.join(", ")
     )]
     NotFound { major: u32, tried: Vec<String> },
+    #[error("fetching the client programs of PostgreSQL {major}: {source}")]
+    Fetch {
+        major: u32,
+        #[source]
+        source: crate::pg::PgError,
+    },
+    #[error("the task fetching the client programs failed: {0}")]
+    FetchTask(String),
     #[error("running {program}: {source}")]
     Spawn {
         program: PathBuf,
@@ -64,8 +75,8 @@ pub struct ClientTools {
 }
 
 impl ClientTools {
-    /// The install's own client programs, else those of the nearest newer installed major
-    /// (never downloaded).
+    /// The install's own client programs, else those of its major fetched before, else those
+    /// of the nearest newer installed major (never downloads).
     pub fn find(install: &PgInstall) -> Result<ClientTools, ToolError> {
         let server = install.version.major;
         let mut tried = Vec::new();
@@ -80,6 +91,16 @@ impl ClientTools {
                 bin_dir: install.bin_dir.clone(),
                 major: server,
             });
+        }
+        if let Some(pin) = pinned_client_programs(server) {
+            let fetched = client_programs_bin_dir(pin);
+            tried.push(fetched.display().to_string());
+            if has_all(&fetched) {
+                return Ok(ClientTools {
+                    bin_dir: fetched,
+                    major: server,
+                });
+            }
         }
         for major in server + 1..=18 {
             // A server install of that major, or its client programs alone (Debian's
@@ -101,6 +122,29 @@ impl ClientTools {
         Err(ToolError::NotFound {
             major: server,
             tried,
+        })
+    }
+
+    /// As [`ClientTools::find`], but when none is found, fetches the client programs pinned
+    /// for the server's major (16-18).
+    pub async fn ensure(install: &PgInstall) -> Result<ClientTools, ToolError> {
+        let not_found = match ClientTools::find(install) {
+            Ok(tools) => return Ok(tools),
+            Err(e) => e,
+        };
+        let Some(pin) = pinned_client_programs(install.version.major) else {
+            return Err(not_found);
+        };
+        let fetched = tokio::task::spawn_blocking(move || fetch_client_programs(pin))
+            .await
+            .map_err(|e| ToolError::FetchTask(e.to_string()))?
+            .map_err(|source| ToolError::Fetch {
+                major: pin.major,
+                source,
+            })?;
+        Ok(ClientTools {
+            bin_dir: fetched,
+            major: pin.major,
         })
     }
 
