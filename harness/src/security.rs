@@ -1991,7 +1991,11 @@ async fn durability_cluster(install: &crate::pg::PgInstall) -> Result<Cluster, S
         extensions: Vec::new(),
         ..Default::default()
     };
-    let cluster = Cluster::start_with(install, options)?;
+    // initdb and the start block: off the runtime's threads.
+    let install = install.clone();
+    let cluster = tokio::task::spawn_blocking(move || Cluster::start_with(&install, options))
+        .await
+        .map_err(|e| SecurityError::Unexpected(format!("starting the cluster: {e}")))??;
     cluster
         .connect("postgres")
         .await?

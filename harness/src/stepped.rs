@@ -11,6 +11,8 @@
 //!   plan, or asleep in a blocking acquire) from a hung one, deferral of the steps of a
 //!   process that only a later step can free, hangs cancelled and reported as
 //!   infrastructure failures naming the step and its SQL.
+//! - [`race_plans`]: written plans putting every kind of call behind a transaction that
+//!   holds the key's row lock (isolationtester's permutations for pg_lease).
 //! - [`Stall`]s: a call seen waiting for a blocking acquire of its key that holds the row
 //!   lock while it sleeps. A history cannot show this (the late answer is linearizable);
 //!   the monitor can, so a stepped run reports it as a finding of its own
@@ -21,6 +23,7 @@
 
 mod monitor;
 mod plan;
+mod races;
 mod runner;
 mod stall;
 
@@ -29,6 +32,7 @@ pub use plan::{
     call_sql, describe, stepped_workload, Origin, Plan, PlanConfig, PlanError, PlanStep,
     PlanStrategy, PlanTree, KEYS, MAX_STEPS, PROCESSES,
 };
+pub use races::race_plans;
 pub use runner::{RunError, StepLog, StepOptions, Waiting};
 pub use stall::{judge, Confirmed, Sighting, Stall, StepFacts};
 

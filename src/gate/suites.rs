@@ -7,7 +7,7 @@ use super::Size;
 use harness::campaign::{self, Campaign, Length, Outcome, Target};
 use harness::extension::Build;
 use harness::pg::Cluster;
-use harness::stepped::{self, Plan, PlanConfig, RunOptions, Stage};
+use harness::stepped::{self, Plan, RunOptions, Stage};
 use indicatif::ProgressBar;
 use model::Budget;
 use std::future::Future;
@@ -103,7 +103,7 @@ pub fn suites() -> Vec<Suite> {
         },
         Suite {
             name: "campaign",
-            run: |c| Box::pin(free_campaign(c)),
+            run: |c| Box::pin(free_campaigns(c)),
         },
         Suite {
             name: "stepped",
@@ -265,24 +265,42 @@ async fn conformance(ctx: &Ctx<'_>) -> SuiteResult {
 /// Recording is bounded by the ops and the call timeout; this bounds a harness hang.
 const CAMPAIGN_TIMEOUT: Duration = Duration::from_secs(900);
 
-async fn free_campaign(ctx: &Ctx<'_>) -> SuiteResult {
+/// Free-running campaigns on the race-hunting workload of the mutant hunts (8 processes on
+/// 2 keys, pairs of processes sharing an owner, a fifth of the turns in transactions): quick
+/// 3 x 1,500 ops, full 8 x 3,000, seeds S, S+1, ..., stopping at the first that does not pass.
+async fn free_campaigns(ctx: &Ctx<'_>) -> SuiteResult {
     let start = Instant::now();
-    let dir = ctx.out_dir.join("campaign");
-    let ops = match ctx.size {
-        Size::Quick => 600,
-        Size::Full => 3_000,
+    let (campaigns, ops) = match ctx.size {
+        Size::Quick => (3, 1_500),
+        Size::Full => (8, 3_000),
     };
+    let mut checks = Vec::new();
+    for k in 0..campaigns {
+        let check = one_campaign(ctx, ctx.seed.wrapping_add(k), ops).await;
+        let stop = check.status != super::outcome::Status::Passed;
+        checks.push(check);
+        if stop {
+            break;
+        }
+    }
+    SuiteResult::of("campaign", checks, start.elapsed())
+}
+
+async fn one_campaign(ctx: &Ctx<'_>, seed: u64, ops: u64) -> CheckResult {
+    let start = Instant::now();
+    let dir = ctx.out_dir.join(format!("campaign-seed-{seed}"));
     let campaign = Campaign {
+        workload: harness::mutants::hunt::shared_owner_workload(),
         budget: Budget {
             time: Some(Duration::from_secs(120)),
             states: Some(20_000_000),
         },
         history_file: Some(dir.join("history.jsonl")),
-        ..Campaign::new(ctx.target(), Length::Ops(ops), ctx.seed)
+        ..Campaign::new(ctx.target(), Length::Ops(ops), seed)
     };
     let name = format!(
-        "{} processes x {} keys, {ops} ops, seed {}",
-        campaign.workload.processes, campaign.workload.keys, ctx.seed
+        "{} processes x {} keys, {ops} ops, seed {seed}",
+        campaign.workload.processes, campaign.workload.keys
     );
     ctx.say("campaign", &name);
     let run = async {
@@ -294,8 +312,7 @@ async fn free_campaign(ctx: &Ctx<'_>) -> SuiteResult {
         });
         judged(&name, &report.outcome, timeline.flatten(), ctx, start)
     };
-    let check = bounded(ctx, &name, CAMPAIGN_TIMEOUT, run).await;
-    SuiteResult::of("campaign", vec![check], start.elapsed())
+    bounded(ctx, &name, CAMPAIGN_TIMEOUT, run).await
 }
 
 /// Writes `page` at `path`; the path when written.
@@ -337,11 +354,14 @@ fn judged(
 /// Every step has its own timeout (the runner's); this bounds a plan's whole run.
 const PLAN_TIMEOUT: Duration = Duration::from_secs(180);
 
+/// The race plans (every call behind a transaction holding the key's row lock), then
+/// drawn plans of seeds S, S+1, ... (quick 12, full 150), stopping at the first check that
+/// does not pass.
 async fn stepped_plans(ctx: &Ctx<'_>) -> SuiteResult {
     let start = Instant::now();
-    let plans = match ctx.size {
+    let drawn = match ctx.size {
         Size::Quick => 12,
-        Size::Full => 64,
+        Size::Full => 150,
     };
     let stage = match Stage::new(ctx.cluster, ctx.target()).await {
         Ok(stage) => stage,
@@ -351,19 +371,43 @@ async fn stepped_plans(ctx: &Ctx<'_>) -> SuiteResult {
             return SuiteResult::of("stepped", vec![check], start.elapsed());
         }
     };
-    let config = PlanConfig::default();
+    let races = match stepped::race_plans() {
+        Ok(plans) => plans,
+        Err(e) => {
+            let check = CheckResult::infrastructure("race plans", e.to_string(), start.elapsed());
+            return SuiteResult::of("stepped", vec![check], start.elapsed());
+        }
+    };
     let mut checks = Vec::new();
-    for k in 0..plans {
+    for (k, plan) in races.iter().enumerate() {
+        let name = format!("race plan {}", k + 1);
+        ctx.say("stepped", &format!("{name}/{}", races.len()));
+        let check = bounded(ctx, &name, PLAN_TIMEOUT, one_plan(ctx, &stage, &name, plan)).await;
+        let stop = check.status != super::outcome::Status::Passed;
+        checks.push(check);
+        if stop {
+            return SuiteResult::of("stepped", checks, start.elapsed());
+        }
+    }
+    // The mutant hunts' contended plans: 2-3 sessions on one key, transactions holding its
+    // row lock across steps, blocking acquires, TTLs short enough to lapse mid-wait.
+    let config = harness::mutants::hunt::contended_plans();
+    for k in 0..drawn {
         let seed = ctx.seed.wrapping_add(k);
         let name = format!("plan of seed {seed}");
-        ctx.say("stepped", &format!("{name} ({}/{plans})", k + 1));
-        let check = bounded(
-            ctx,
-            &name,
-            PLAN_TIMEOUT,
-            one_plan(ctx, &stage, &config, seed),
-        )
-        .await;
+        ctx.say("stepped", &format!("{name} ({}/{drawn})", k + 1));
+        let check = match Plan::from_seed(&config, seed) {
+            Ok(plan) => {
+                bounded(
+                    ctx,
+                    &name,
+                    PLAN_TIMEOUT,
+                    one_plan(ctx, &stage, &name, &plan),
+                )
+                .await
+            }
+            Err(e) => CheckResult::infrastructure(&name, e.to_string(), start.elapsed()),
+        };
         let stop = check.status != super::outcome::Status::Passed;
         checks.push(check);
         if stop {
@@ -373,16 +417,11 @@ async fn stepped_plans(ctx: &Ctx<'_>) -> SuiteResult {
     SuiteResult::of("stepped", checks, start.elapsed())
 }
 
-async fn one_plan(ctx: &Ctx<'_>, stage: &Stage<'_>, config: &PlanConfig, seed: u64) -> CheckResult {
+async fn one_plan(ctx: &Ctx<'_>, stage: &Stage<'_>, name: &str, plan: &Plan) -> CheckResult {
     let start = Instant::now();
-    let name = format!("plan of seed {seed}");
-    let plan = match Plan::from_seed(config, seed) {
-        Ok(plan) => plan,
-        Err(e) => return CheckResult::infrastructure(&name, e.to_string(), start.elapsed()),
-    };
     let report = stepped::run(
         stage,
-        &plan,
+        plan,
         &RunOptions::default(),
         Arc::new(campaign::Silent),
     )
@@ -393,10 +432,10 @@ async fn one_plan(ctx: &Ctx<'_>, stage: &Stage<'_>, config: &PlanConfig, seed: u
         .and_then(|page| {
             let path = ctx
                 .out_dir
-                .join(format!("stepped-seed-{seed}/timeline.html"));
+                .join(format!("stepped-{}/timeline.html", name.replace(' ', "-")));
             write_page(&path, &page)
         });
-    let mut result = judged(&name, &report.run.outcome, timeline, ctx, start);
+    let mut result = judged(name, &report.run.outcome, timeline, ctx, start);
     if result.status != super::outcome::Status::Passed {
         result.message = format!("{plan}\n{}", result.message);
     }

@@ -1,0 +1,153 @@
+//! Race plans: written stepped plans that put every kind of call behind a transaction
+//! holding the key's row lock, in the manner of isolationtester's permutations. A call that
+//! waits for the row lock must decide again on what it finds once the lock is its own: the
+//! lease may have lapsed (a short TTL written by the holder), been released, or be back as
+//! it was (ROLLBACK). A build that decides before the lock, or does not re-check under it,
+//! answers from the state before the wait, which the checker rejects. Random plans reach
+//! these interleavings only now and then; these reach each of them every run.
+
+use super::plan::{stepped_workload, Plan, PlanError, PlanStep};
+use crate::workload::{CallKind, EpochChoice, Names, OpChoice, OwnerChoice, Step, Workload};
+use model::{Interval, Isolation};
+
+/// The holder's transaction: a lease of `setup_ttl` granted to p0 in autocommit first,
+/// then, inside p0's transaction, `write` (which takes the row lock), the waiting call, and
+/// `then` (a second write while the waiter waits: a grant released again, a renew undone).
+#[derive(Clone, Copy, Debug)]
+struct Holder {
+    setup_ttl: Interval,
+    write: (CallKind, Interval),
+    then: Option<(CallKind, Interval)>,
+}
+
+impl Holder {
+    const fn one(setup_ttl: Interval, call: CallKind, ttl: Interval) -> Holder {
+        Holder {
+            setup_ttl,
+            write: (call, ttl),
+            then: None,
+        }
+    }
+
+    const fn two(setup_ttl: Interval, first: CallKind, then: CallKind, ttl: Interval) -> Holder {
+        Holder {
+            setup_ttl,
+            write: (first, LONG),
+            then: Some((then, ttl)),
+        }
+    }
+}
+
+/// Leases that lapse while the waiter waits: the step that blocks takes longer than the
+/// shortest; the longer ones also outlast the start of the waiting call on a slow machine.
+const LAPSING: [Interval; 3] = [
+    Interval::millis(5),
+    Interval::millis(15),
+    Interval::millis(40),
+];
+const LONG: Interval = Interval::secs(5);
+const WAIT: Interval = Interval::millis(250);
+
+/// What p0's transaction does under the row lock: renew to a lapsing or a long lease,
+/// release, or re-grant a lapsed lease (to a lapsing or a long one).
+fn holders() -> Vec<Holder> {
+    let lapsed = LAPSING[0];
+    let mut holders = vec![
+        Holder::one(LONG, CallKind::Renew, LONG),
+        Holder::one(LONG, CallKind::Release, LONG),
+        Holder::one(lapsed, CallKind::Acquire, LONG),
+        Holder::two(lapsed, CallKind::Acquire, CallKind::Release, LONG),
+        Holder::two(LONG, CallKind::Renew, CallKind::Release, LONG),
+        Holder::two(lapsed, CallKind::Acquire, CallKind::Renew, LAPSING[1]),
+    ];
+    for ttl in LAPSING {
+        holders.push(Holder::one(LONG, CallKind::Renew, ttl));
+        holders.push(Holder::one(lapsed, CallKind::Acquire, ttl));
+    }
+    holders
+}
+
+/// The waiting call: p1 acts as p0's owner (another session of one client), p2 as
+/// another owner; each calls with the latest epoch it saw.
+const WAITERS: [(u32, CallKind); 7] = [
+    (1, CallKind::Renew),
+    (1, CallKind::Release),
+    (1, CallKind::Acquire),
+    (2, CallKind::Acquire),
+    (2, CallKind::AcquireWait),
+    (2, CallKind::Renew),
+    (2, CallKind::Release),
+];
+
+/// Every race plan: each holder's write, each waiting call, each end (COMMIT, ROLLBACK).
+pub fn race_plans() -> Result<Vec<Plan>, PlanError> {
+    let mut plans = Vec::new();
+    for holder in holders() {
+        for waiter in WAITERS {
+            for end in [Step::Commit, Step::Rollback] {
+                plans.push(Plan::new(race_workload(), steps(holder, waiter, end))?);
+            }
+        }
+    }
+    Ok(plans)
+}
+
+/// Three processes on one key; p0 and p1 share an owner.
+fn race_workload() -> Workload {
+    Workload {
+        processes: 3,
+        keys: 1,
+        names: Names::SharedOwners,
+        isolations: vec![Isolation::ReadCommitted],
+        ..stepped_workload()
+    }
+}
+
+fn steps(holder: Holder, (process, call): (u32, CallKind), end: Step) -> Vec<PlanStep> {
+    let mut steps = vec![
+        step(0, call_of(CallKind::Acquire, holder.setup_ttl)),
+        step(1, call_of(CallKind::Inspect, LONG)),
+        step(2, call_of(CallKind::Inspect, LONG)),
+        step(0, Step::Begin(Isolation::ReadCommitted)),
+        step(0, call_of(holder.write.0, holder.write.1)),
+        step(process, call_of(call, LONG)),
+    ];
+    if let Some((then, ttl)) = holder.then {
+        steps.push(step(0, call_of(then, ttl)));
+    }
+    steps.push(step(0, end));
+    steps.push(step(1, call_of(CallKind::Inspect, LONG)));
+    steps
+}
+
+fn step(process: u32, action: Step) -> PlanStep {
+    PlanStep { process, action }
+}
+
+/// A call on the plan's key as the process's owner, with the latest epoch it saw.
+fn call_of(call: CallKind, ttl: Interval) -> Step {
+    Step::Call(OpChoice {
+        call,
+        key: 0,
+        owner: OwnerChoice::Own,
+        epoch: EpochChoice::Seen,
+        ttl,
+        wait: match call {
+            CallKind::AcquireWait => WAIT,
+            _ => Interval::ZERO,
+        },
+        invalid: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_holder_waiter_and_end_is_a_valid_plan() {
+        let plans = race_plans().expect("valid plans");
+        assert_eq!(plans.len(), holders().len() * WAITERS.len() * 2);
+        assert!(plans.iter().all(|p| p.steps.len() >= 8));
+    }
+}
