@@ -185,14 +185,7 @@ fn export(selected: &[&'static Mutant], dir: &Path) -> anyhow::Result<()> {
             let path = sub.join(name);
             std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
         }
-        // The same definitions as one install script (the base, then the update: what
-        // CREATE EXTENSION runs), for a gate given one SQL file and the control file.
-        let install: String = files
-            .scripts
-            .iter()
-            .map(|(_, text)| text.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
+        let install = files.install_script();
         let path = sub.join(INSTALL_SQL);
         std::fs::write(&path, install).with_context(|| format!("writing {}", path.display()))?;
         println!("{}: {}", sub.display(), m.breaks);

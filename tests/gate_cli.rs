@@ -2,30 +2,13 @@
 //! catalogued mutant given as one SQL file (`--extension-sql`), the container backend, and
 //! the GitHub workflow a user copies.
 
+mod common;
+use common::{expected_invariant, leasecheck, mutant, summary};
+
 use harness::extension::{ExtensionFiles, Mutant, MUTANTS};
-use model::mutation::Mutation;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
-
-/// Exit status and stdout of `leasecheck ARGS`.
-fn leasecheck(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_leasecheck"))
-        .args(args)
-        .output()
-        .expect("leasecheck runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
-}
-
-fn summary(report: &Path) -> Value {
-    let text = std::fs::read_to_string(report.join("summary.json")).expect("summary.json");
-    serde_json::from_str(&text).expect("summary.json is JSON")
-}
 
 /// (suite, check, status, message, invariant) of every check that did not pass.
 fn not_passed(summary: &Value) -> Vec<(String, String, String, String, Option<String>)> {
@@ -122,12 +105,7 @@ fn assert_bench_figures(major: &Value) {
 /// control file, written into `dir`; their paths.
 fn export_mutant(m: &Mutant, dir: &Path) -> (String, String) {
     let files = ExtensionFiles::mutant(m).expect("the mutant applies");
-    let sql: String = files
-        .scripts
-        .iter()
-        .map(|(_, text)| text.as_str())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let sql = files.install_script();
     let sql_path = dir.join(format!("{}.sql", m.name));
     let control_path = dir.join("pg_lease.control");
     std::fs::write(&sql_path, sql).unwrap();
@@ -136,17 +114,6 @@ fn export_mutant(m: &Mutant, dir: &Path) -> (String, String) {
         sql_path.display().to_string(),
         control_path.display().to_string(),
     )
-}
-
-/// The invariant the model says a mutant of this name breaks (the model's catalogue names
-/// its mutations with dashes).
-fn expected_invariant(m: &Mutant) -> Option<String> {
-    let name = m.name.replace('_', "-");
-    Mutation::ALL
-        .iter()
-        .find(|x| x.name() == name)
-        .and_then(|x| x.expected())
-        .map(|i| i.to_string())
 }
 
 /// Gates a mutant with `suites`; the exit status, the summary and the JUnit XML.
@@ -182,13 +149,6 @@ fn gate_mutant_with(m: &Mutant, suites: &[&str], more: &[&str]) -> (i32, Value, 
     println!("{}: {out}", m.name);
     let junit = std::fs::read_to_string(report.join("junit.xml")).unwrap_or_default();
     (code, summary(&report), junit)
-}
-
-fn mutant(name: &str) -> &'static Mutant {
-    MUTANTS
-        .iter()
-        .find(|m| m.name == name)
-        .expect("a catalogued mutant")
 }
 
 /// The campaign catches a mutant given as `--extension-sql`: exit 1 and a JUnit failure

@@ -4,32 +4,13 @@
 //! skipped, never passed; a catalogued mutant installed on the server fails the gate naming
 //! its invariant; nothing the gate created stays on the server.
 
-use harness::extension::{ExtensionFiles, Mutant, MUTANTS};
+mod common;
+use common::{expected_invariant, leasecheck, mutant, summary};
+
+use harness::extension::ExtensionFiles;
 use harness::pg::{Cluster, ClusterOptions, PgInstall};
-use model::mutation::Mutation;
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::Path;
-use std::process::Command;
-
-/// Exit status and output of `leasecheck ARGS`.
-fn leasecheck(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_leasecheck"))
-        .args(args)
-        .output()
-        .expect("leasecheck runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
-}
-
-fn summary(report: &Path) -> Value {
-    let text = std::fs::read_to_string(report.join("summary.json")).expect("summary.json");
-    serde_json::from_str(&text).expect("summary.json is JSON")
-}
 
 /// A PG 15 cluster with `files` installed into its install's extension directory (this
 /// process's private copy), standing for a server whose owner installed the build.
@@ -187,17 +168,6 @@ fn an_existing_server_is_gated_on_the_checks_that_need_no_restart() {
     );
 }
 
-/// The invariant the model says a mutant of this name breaks.
-fn expected_invariant(m: &Mutant) -> String {
-    let name = m.name.replace('_', "-");
-    Mutation::ALL
-        .iter()
-        .find(|x| x.name() == name)
-        .and_then(|x| x.expected())
-        .map(|i| i.to_string())
-        .expect("the model names the mutant's invariant")
-}
-
 /// Negative control: a catalogued mutant's SQL installed on the server (under an extension
 /// name of its own, as one install script) fails the gate with exit 1, the campaign naming
 /// the invariant the model gives the mutation, and the server is left as found. The server
@@ -205,18 +175,10 @@ fn expected_invariant(m: &Mutant) -> String {
 /// About 20 seconds.
 #[test]
 fn a_mutant_installed_on_an_existing_server_fails_the_gate_naming_the_invariant() {
-    let m = MUTANTS
-        .iter()
-        .find(|m| m.name == "takeover_reuses_epoch")
-        .expect("a catalogued mutant");
+    let m = mutant("takeover_reuses_epoch");
     let mutant = ExtensionFiles::mutant(m).expect("the mutant applies");
     let name = "pg_lease_dsn_mutant";
-    let sql: String = mutant
-        .scripts
-        .iter()
-        .map(|(_, text)| text.as_str())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let sql = mutant.install_script();
     let version = harness::extension::default_version(&mutant.control).expect("a version");
     let on_server = ExtensionFiles {
         name: name.to_string(),
@@ -264,7 +226,11 @@ fn a_mutant_installed_on_an_existing_server_fails_the_gate_naming_the_invariant(
     assert_eq!(campaign["checks"][0]["status"], "failed", "{out}");
     assert_eq!(
         campaign["checks"][0]["invariant"].as_str(),
-        Some(expected_invariant(m).as_str()),
+        Some(
+            expected_invariant(m)
+                .expect("the model names the mutant's invariant")
+                .as_str()
+        ),
         "{out}"
     );
     assert_eq!(summary["server"]["scripts_verified"], true, "{out}");
@@ -281,10 +247,7 @@ fn a_mutant_installed_on_an_existing_server_fails_the_gate_naming_the_invariant(
 /// malformed string are refused (without printing the password).
 #[test]
 fn a_server_running_another_build_or_none_gives_no_verdict() {
-    let m = MUTANTS
-        .iter()
-        .find(|m| m.name == "acquire_ignores_holder")
-        .expect("a catalogued mutant");
+    let m = mutant("acquire_ignores_holder");
     let mutant = ExtensionFiles::mutant(m).expect("the mutant applies");
     // The mutant under the name pg_lease_other, the shipped build given under that name.
     let name = "pg_lease_other";

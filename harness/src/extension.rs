@@ -55,6 +55,13 @@ pub struct ExtensionFiles {
 }
 
 impl ExtensionFiles {
+    /// The scripts as one install script, in order (the base, then each update: what
+    /// `CREATE EXTENSION` runs), for a gate given one SQL file and the control file.
+    pub fn install_script(&self) -> String {
+        let scripts: Vec<&str> = self.scripts.iter().map(|(_, t)| t.as_str()).collect();
+        scripts.join("\n")
+    }
+
     /// pg_lease as shipped in `extension/`.
     pub fn pg_lease() -> ExtensionFiles {
         ExtensionFiles {

@@ -359,7 +359,7 @@ const PLAN_TIMEOUT: Duration = Duration::from_secs(180);
 /// does not pass.
 async fn stepped_plans(ctx: &Ctx<'_>) -> SuiteResult {
     let start = Instant::now();
-    let drawn = match ctx.size {
+    let drawn_count: u64 = match ctx.size {
         Size::Quick => 12,
         Size::Full => 150,
     };
@@ -378,25 +378,22 @@ async fn stepped_plans(ctx: &Ctx<'_>) -> SuiteResult {
             return SuiteResult::of("stepped", vec![check], start.elapsed());
         }
     };
-    let mut checks = Vec::new();
-    for (k, plan) in races.iter().enumerate() {
-        let name = format!("race plan {}", k + 1);
-        ctx.say("stepped", &format!("{name}/{}", races.len()));
-        let check = bounded(ctx, &name, PLAN_TIMEOUT, one_plan(ctx, &stage, &name, plan)).await;
-        let stop = check.status != super::outcome::Status::Passed;
-        checks.push(check);
-        if stop {
-            return SuiteResult::of("stepped", checks, start.elapsed());
-        }
-    }
     // The mutant hunts' contended plans: 2-3 sessions on one key, transactions holding its
     // row lock across steps, blocking acquires, TTLs short enough to lapse mid-wait.
     let config = harness::mutants::hunt::contended_plans();
-    for k in 0..drawn {
+    let drawn = (0..drawn_count).map(|k| {
         let seed = ctx.seed.wrapping_add(k);
-        let name = format!("plan of seed {seed}");
-        ctx.say("stepped", &format!("{name} ({}/{drawn})", k + 1));
-        let check = match Plan::from_seed(&config, seed) {
+        let plan = Plan::from_seed(&config, seed).map_err(|e| e.to_string());
+        (format!("plan of seed {seed}"), plan)
+    });
+    let total = races.len() as u64 + drawn_count;
+    let races = (1..)
+        .zip(races)
+        .map(|(k, p)| (format!("race plan {k}"), Ok(p)));
+    let mut checks = Vec::new();
+    for (k, (name, plan)) in races.chain(drawn).enumerate() {
+        ctx.say("stepped", &format!("{name} ({}/{total})", k + 1));
+        let check = match plan {
             Ok(plan) => {
                 bounded(
                     ctx,
@@ -406,7 +403,7 @@ async fn stepped_plans(ctx: &Ctx<'_>) -> SuiteResult {
                 )
                 .await
             }
-            Err(e) => CheckResult::infrastructure(&name, e.to_string(), start.elapsed()),
+            Err(why) => CheckResult::infrastructure(&name, why, start.elapsed()),
         };
         let stop = check.status != super::outcome::Status::Passed;
         checks.push(check);
