@@ -108,9 +108,10 @@ pub enum Doctor {
     AbortedKept,
     /// The resolved ends of the crashed COMMITs swapped (committed <-> rolled back).
     ResolutionSwapped,
-    /// The first grant of a key after an applied lapse of it answered `denied` (a
-    /// blocking acquire: its wait timed out) instead: the lapse ignored (the checker must
-    /// know the key was lapsed).
+    /// The first takeover of a lapsed key (a grant to an owner other than the lapsed
+    /// holder) answered `denied` (a blocking acquire: its wait timed out) instead, and the
+    /// key's later calls dropped: the lapse ignored (the checker must know the key was
+    /// lapsed).
     LapseIgnored,
     /// The final inspect shows the owner of the cancelled call holding the key: the
     /// cancelled statement's write kept.
@@ -406,40 +407,196 @@ pub(crate) fn doctor(history: &mut History, doctor: Doctor) -> bool {
     }
 }
 
-/// [`Doctor::LapseIgnored`]: whether a grant to change was found.
+/// [`Doctor::LapseIgnored`]: whether a takeover to change was found.
 fn lapse_ignored(history: &mut History) -> bool {
-    use model::{NemesisEffect, Op, OpResult, Outcome};
-    let lapses: Vec<(String, u64)> = history
-        .nemeses
-        .iter()
-        .filter_map(|n| match &n.effect {
-            NemesisEffect::Lapse {
-                key,
-                applied: Some(true),
-                ..
-            } => Some((key.clone(), n.end)),
-            _ => None,
-        })
-        .collect();
-    for (key, end) in lapses {
-        let grant = history
-            .ops
-            .iter_mut()
-            .filter(|o| o.invoke > end && o.txn.is_none())
-            .filter(|o| matches!(&o.call, Op::Acquire { key: Some(k), .. } if *k == key))
-            .min_by_key(|o| o.invoke);
-        let Some(op) = grant else { continue };
-        if !matches!(op.result, OpResult::Ok(Outcome::Acquired { .. })) {
-            continue;
+    match takeovers(history).first() {
+        Some(takeover) => {
+            ignore_lapse(history, takeover);
+            true
         }
-        let blocking = matches!(&op.call, Op::Acquire { wait: Some(w), .. }
-            if w.micros != 0 || w.days != 0 || w.months != 0);
-        // What each kind of acquire answers when the key is held by another owner.
-        op.result = OpResult::Ok(match blocking {
-            true => Outcome::Timeout,
-            false => Outcome::Denied,
-        });
-        return true;
+        None => false,
     }
-    false
+}
+
+/// The first grant of a lapsed key to an owner other than the lapsed lease's holder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Takeover {
+    key: String,
+    grant: model::OpId,
+}
+
+/// Every takeover after an applied lapse whose holder the history shows for certain: no
+/// call on the key was in flight across the lapse and no transaction that wrote it was
+/// open then, and the holder is the owner of the last grant or renew before it.
+pub(crate) fn takeovers(history: &History) -> Vec<Takeover> {
+    use model::{NemesisEffect, Op, OpResult, Outcome};
+    let on = |key: &str, o: &&model::OpRecord| o.call.key().is_some_and(|k| k == key);
+    let mut found = Vec::new();
+    for n in &history.nemeses {
+        let NemesisEffect::Lapse {
+            key,
+            applied: Some(true),
+            ..
+        } = &n.effect
+        else {
+            continue;
+        };
+        let ops_on_key = || history.ops.iter().filter(|o| on(key, o));
+        let holder = ops_on_key()
+            .filter(|o| o.complete < n.start && o.txn.is_none())
+            .filter(|o| {
+                matches!(
+                    o.result,
+                    OpResult::Ok(Outcome::Acquired { .. } | Outcome::Renewed { .. })
+                )
+            })
+            .max_by_key(|o| o.complete)
+            .and_then(|o| call_owner(&o.call));
+        let grant = ops_on_key()
+            .filter(|o| o.invoke > n.end && o.txn.is_none())
+            .filter(|o| matches!(o.call, Op::Acquire { .. }))
+            .min_by_key(|o| o.invoke);
+        if let (Some(holder), Some(grant)) = (holder, grant) {
+            let granted = matches!(grant.result, OpResult::Ok(Outcome::Acquired { .. }));
+            if granted && call_owner(&grant.call).is_some_and(|o| o != holder) {
+                found.push(Takeover {
+                    key: key.clone(),
+                    grant: grant.id,
+                });
+            }
+        }
+    }
+    found
+}
+
+fn call_owner(call: &model::Op<String, String>) -> Option<&str> {
+    use model::Op;
+    match call {
+        Op::Acquire { owner, .. } | Op::Renew { owner, .. } | Op::Release { owner, .. } => {
+            owner.as_deref()
+        }
+        _ => None,
+    }
+}
+
+/// `takeover` answered as a server ignoring the lapse would have: `denied` (a blocking
+/// acquire: its wait timed out). What followed on the key (its later calls and lapses) is
+/// dropped: it followed a grant the doctored server never made, and left in, the checker
+/// would name whichever contradiction with it it met first rather than the ignored lapse.
+pub(crate) fn ignore_lapse(history: &mut History, takeover: &Takeover) {
+    use model::{NemesisEffect, Op, OpResult, Outcome};
+    let Some(grant) = history.ops.iter_mut().find(|o| o.id == takeover.grant) else {
+        return;
+    };
+    let blocking = matches!(&grant.call, Op::Acquire { wait: Some(w), .. }
+        if w.micros != 0 || w.days != 0 || w.months != 0);
+    grant.result = OpResult::Ok(match blocking {
+        true => Outcome::Timeout,
+        false => Outcome::Denied,
+    });
+    let cut = grant.complete;
+    let key = takeover.key.as_str();
+    history
+        .ops
+        .retain(|o| o.invoke <= cut || o.call.key().is_none_or(|k| k != key));
+    history.nemeses.retain(|n| {
+        n.start <= cut || !matches!(&n.effect, NemesisEffect::Lapse { key: k, .. } if k == key)
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: i64 = 1_796_323_757_000_000;
+
+    fn op(id: u64, process: u64, call: &str, args: &str, at_ms: i64, result: &str) -> String {
+        let (invoke, t0) = (at_ms * 1_000_000, T + at_ms * 1_000);
+        format!(
+            r#"{{"type":"op","id":{id},"process":{process},"txn":null,"call":"{call}","args":{{{args}}},"invoke_ns":{invoke},"complete_ns":{},"server":{{"t0":{t0},"t1":{}}},"result":{{"ok":{result}}}}}"#,
+            invoke + 500_000,
+            t0 + 100
+        )
+    }
+
+    fn acquire(id: u64, owner: &str, ttl_s: i64, at_ms: i64, epoch: u64, expires: i64) -> String {
+        let args = format!(
+            r#""key":"k","owner":"{owner}","ttl":{},"wait":0"#,
+            ttl_s * 1_000_000
+        );
+        let result = format!(r#"{{"acquired":true,"epoch":{epoch},"expires_at":{expires}}}"#);
+        op(
+            id,
+            if owner == "w0" { 2 } else { 1 },
+            "acquire",
+            &args,
+            at_ms,
+            &result,
+        )
+    }
+
+    /// w1 holds `k` (60 s), the lease lapses at +3 ms, then `next_owner` takes it over
+    /// (epoch 2, 60 s) at +5 ms, re-acquires it with a 5 s ttl (the same lease), releases
+    /// it (the stored epoch becomes 3) and is granted epoch 4.
+    fn history(next_owner: &str) -> History {
+        let granted = |at_ms: i64, ttl_s: i64| T + at_ms * 1_000 + 50 + ttl_s * 1_000_000;
+        let lines = [
+            r#"{"format":"leasecheck-history","version":2,"meta":{}}"#.to_string(),
+            acquire(1, "w1", 60, 1, 1, granted(1, 60)),
+            format!(
+                r#"{{"type":"nemesis","id":1,"fault":"lapse","start_ns":3000000,"end_ns":3500000,"effect":{{"lapse":{{"key":"k","server":{{"t0":{},"t1":{}}},"applied":true}}}},"detail":"lapse"}}"#,
+                T + 3_000,
+                T + 3_100
+            ),
+            acquire(2, next_owner, 60, 5, 2, granted(5, 60)),
+            acquire(3, next_owner, 5, 7, 2, granted(5, 60)),
+            op(
+                4,
+                if next_owner == "w0" { 2 } else { 1 },
+                "release",
+                &format!(r#""key":"k","owner":"{next_owner}","epoch":2"#),
+                9,
+                r#"{"status":"ok"}"#,
+            ),
+            acquire(5, next_owner, 5, 11, 4, granted(11, 5)),
+        ];
+        model::history::jsonl::parse(&lines.join("\n")).expect("a valid history")
+    }
+
+    #[test]
+    fn the_history_before_doctoring_is_linearizable() {
+        let verdict = judge(&history("w0"));
+        assert!(verdict.is_ok(), "{verdict:?}");
+    }
+
+    /// The takeover's owner later re-acquires, releases and is granted again: left in,
+    /// those calls made the checker name invariant 6 (a CI run of the lapse check did).
+    #[test]
+    fn an_ignored_lapse_is_caught_as_the_lapse_whatever_followed_the_takeover() {
+        let mut doctored = history("w0");
+        assert!(doctor(&mut doctored, Doctor::LapseIgnored));
+        assert_eq!(
+            doctored.ops.len(),
+            2,
+            "the takeover's later calls are dropped"
+        );
+        match judge(&doctored) {
+            Err(CheckFailure::Violation(v)) => assert!(
+                LAPSE_IGNORED.contains(&v.invariant),
+                "named {:?}: {v}",
+                v.invariant
+            ),
+            other => panic!("the doctored history must be a violation, got {other:?}"),
+        }
+    }
+
+    /// A server that ignores a lapse answers its holder `acquired` with the old lease, so
+    /// the holder's own re-grant is not a takeover to doctor.
+    #[test]
+    fn the_lapsed_holders_own_grant_is_not_a_takeover() {
+        let mut h = history("w1");
+        assert!(judge(&h).is_ok());
+        assert!(takeovers(&h).is_empty());
+        assert!(!doctor(&mut h, Doctor::LapseIgnored));
+    }
 }
