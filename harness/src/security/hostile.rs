@@ -327,6 +327,8 @@ pub async fn run_case(t: &Target<'_>, call: &Call) -> Result<CaseOutcome, CaseFa
     let t1 = server_now(t.su).await?;
     let rows_after = table_rows(t.su).await?;
     let watched_after = inspect_watched(t.caller).await?;
+    // A lease may lapse between t1 and the inspects after it: judged against this instant.
+    let inspected_by = server_now(t.su).await?;
     let span = Span::new(t0, t1).map_err(|e| CaseFailure::Infrastructure(e.to_string()))?;
     let store_before = store_of(&rows_before);
     let store_after = store_of(&rows_after);
@@ -406,7 +408,7 @@ pub async fn run_case(t: &Target<'_>, call: &Call) -> Result<CaseOutcome, CaseFa
         &watched_before,
         &watched_after,
         &rows_after,
-        t1,
+        inspected_by,
         observed == Outcome::InvalidInput,
     )
     .map_err(CaseFailure::Violated)?;
@@ -603,7 +605,7 @@ fn check_watched(
     before: &Inspected,
     after: &Inspected,
     rows_after: &[LeaseRow],
-    t1: Ts,
+    inspected_by: Ts,
     invalid: bool,
 ) -> Result<(), String> {
     for ((key, b), (_, a)) in before.iter().zip(after) {
@@ -618,7 +620,7 @@ fn check_watched(
                 .iter()
                 .find(|r| &r.0 == key)
                 .and_then(|r| r.3)
-                .is_some_and(|x| ts(x) <= t1);
+                .is_some_and(|x| ts(x) <= inspected_by);
         if !lapsed {
             return Err(format!(
                 "inspect({key:?}) changed from {b:?} to {a:?} across a call on another key or an invalid call"
