@@ -821,6 +821,7 @@ impl Process {
                 Step::Rollback => {
                     self.session.rollback().await?;
                 }
+                Step::Pause(idle) => tokio::time::sleep(idle).await,
                 Step::Call(choice) => {
                     if !self.quota.claim() {
                         break;

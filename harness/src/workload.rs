@@ -755,6 +755,9 @@ pub enum Step {
     Begin(Isolation),
     Commit,
     Rollback,
+    /// The process does nothing for this long (its open transaction, if any, ages). Only
+    /// written plans pause; drawn steps never do.
+    Pause(std::time::Duration),
 }
 
 /// A process's own sequence of steps in free-running mode.
@@ -1003,6 +1006,7 @@ mod tests {
             match &step {
                 Step::Begin(_) => in_txn = true,
                 Step::Commit | Step::Rollback => in_txn = false,
+                Step::Pause(_) => {}
                 Step::Call(c) => {
                     kinds.insert(format!("{:?}", c.call));
                     if c.invalid.is_some() {

@@ -499,3 +499,51 @@ fn the_lock_behaviour_mutants_are_caught_as_stalls() {
         assert_eq!(control.steps[renew].waited, None, "{:#?}", control.steps);
     }
 }
+
+/// The race plans whose waiter's transaction idles before its blocking acquire: on
+/// pg_lease the acquire waits from its own start and takes the key its holder releases
+/// meanwhile; the build counting the deadline from the transaction's start (`now()`) times
+/// out at once, which the checker rejects by the timeout's window (pinned by the calls
+/// around it, a few milliseconds against a 250 ms wait).
+#[test]
+fn an_aged_transactions_blocking_acquire_waits_from_its_own_start() {
+    let rt = runtime();
+    let aged: Vec<Plan> = stepped::race_plans()
+        .expect("valid race plans")
+        .into_iter()
+        .filter(|p| p.steps.iter().any(|s| matches!(s.action, Step::Pause(_))))
+        .collect();
+    assert_eq!(aged.len(), 2);
+    let waiter_step = |p: &Plan| {
+        p.steps
+            .iter()
+            .position(|s| matches!(&s.action, Step::Call(c) if c.call == CallKind::AcquireWait))
+            .expect("the blocking acquire")
+    };
+    let shipped = stage_for_pg_lease(&rt);
+    let mutant = stage(&rt, target("mutant:wait_deadline_from_transaction_start"));
+    for plan in &aged {
+        let report = run(&rt, &shipped, plan, &RunOptions::default());
+        assert!(
+            matches!(report.run.outcome, Outcome::Linearizable(_)),
+            "pg_lease: {}\n{:#?}",
+            report.run.outcome,
+            report.steps
+        );
+        let waited = op_of(&report, waiter_step(plan));
+        assert!(
+            matches!(waited.result, OpResult::Ok(Answer::Acquired { .. })),
+            "pg_lease's aged waiter: {waited:?}"
+        );
+
+        let report = run(&rt, &mutant, plan, &RunOptions::default());
+        let Outcome::Violation(v) = &report.run.outcome else {
+            panic!(
+                "the mutant was not caught: {}\n{:#?}",
+                report.run.outcome, report.steps
+            );
+        };
+        assert_eq!(v.invariant, model::Invariant::PrecedenceAndIsolation, "{v}");
+        println!("wait_deadline_from_transaction_start: {}", line(&report));
+    }
+}

@@ -361,7 +361,7 @@ fn close_transactions(processes: u32, steps: Vec<PlanStep>) -> Vec<PlanStep> {
             Step::Commit | Step::Rollback if !*in_txn => continue,
             Step::Begin(_) => *in_txn = true,
             Step::Commit | Step::Rollback => *in_txn = false,
-            Step::Call(_) => {}
+            Step::Call(_) | Step::Pause(_) => {}
         }
         kept.push(s);
     }
@@ -380,6 +380,7 @@ pub fn describe(action: &Step, keys: &[String]) -> String {
         Step::Begin(i) => format!("BEGIN ISOLATION LEVEL {}", i.sql().to_uppercase()),
         Step::Commit => "COMMIT".into(),
         Step::Rollback => "ROLLBACK".into(),
+        Step::Pause(idle) => format!("(idle for {} ms)", idle.as_millis()),
         Step::Call(c) => describe_call(c, keys),
     }
 }
@@ -621,6 +622,7 @@ mod tests {
                         assert!(*slot, "{plan:?}");
                         *slot = false;
                     }
+                    Step::Pause(_) => panic!("a drawn plan paused: {plan:?}"),
                     Step::Call(c) => {
                         assert!(c.key < plan.workload.keys as usize);
                         kinds.insert(format!("{:?}", c.call));

@@ -4,7 +4,8 @@
 //! lease may have lapsed (a short TTL written by the holder), been released, or be back as
 //! it was (ROLLBACK). A build that decides before the lock, or does not re-check under it,
 //! answers from the state before the wait, which the checker rejects. Random plans reach
-//! these interleavings only now and then; these reach each of them every run.
+//! these interleavings only now and then; these reach each of them every run. The aged
+//! waiter's plans put a blocking acquire in a transaction older than its wait.
 
 use super::plan::{stepped_workload, Plan, PlanError, PlanStep};
 use crate::workload::{CallKind, EpochChoice, Names, OpChoice, OwnerChoice, Step, Workload};
@@ -79,7 +80,8 @@ const WAITERS: [(u32, CallKind); 7] = [
     (2, CallKind::Release),
 ];
 
-/// Every race plan: each holder's write, each waiting call, each end (COMMIT, ROLLBACK).
+/// Every race plan: each holder's write, each waiting call, each end (COMMIT, ROLLBACK);
+/// then the aged waiter's plans.
 pub fn race_plans() -> Result<Vec<Plan>, PlanError> {
     let mut plans = Vec::new();
     for holder in holders() {
@@ -89,7 +91,32 @@ pub fn race_plans() -> Result<Vec<Plan>, PlanError> {
             }
         }
     }
+    for end in [Step::Commit, Step::Rollback] {
+        plans.push(Plan::new(race_workload(), aged_waiter_steps(end))?);
+    }
     Ok(plans)
+}
+
+/// How long the aged waiter's transaction idles before its blocking acquire: longer than
+/// the acquire's wait, so a deadline counted from the transaction's start has passed.
+const AGE: std::time::Duration = std::time::Duration::from_millis(400);
+
+/// A blocking acquire in a transaction older than its wait, on a key held by another owner
+/// and released while it waits: it must wait the whole bound from its own start and take
+/// the key. A build that counts the deadline from the transaction's start (`now()`) times
+/// out at once; p1's inspect just before and p0's release just after pin its server window
+/// to a few milliseconds, shorter than the wait a timeout needs.
+fn aged_waiter_steps(end: Step) -> Vec<PlanStep> {
+    vec![
+        step(0, call_of(CallKind::Acquire, LONG)),
+        step(2, Step::Begin(Isolation::ReadCommitted)),
+        step(2, Step::Pause(AGE)),
+        step(1, call_of(CallKind::Inspect, LONG)),
+        step(2, call_of(CallKind::AcquireWait, LONG)),
+        step(0, call_of(CallKind::Release, LONG)),
+        step(2, end),
+        step(1, call_of(CallKind::Inspect, LONG)),
+    ]
 }
 
 /// Three processes on one key; p0 and p1 share an owner.
@@ -147,7 +174,8 @@ mod tests {
     #[test]
     fn every_holder_waiter_and_end_is_a_valid_plan() {
         let plans = race_plans().expect("valid plans");
-        assert_eq!(plans.len(), holders().len() * WAITERS.len() * 2);
+        assert_eq!(plans.len(), holders().len() * WAITERS.len() * 2 + 2);
         assert!(plans.iter().all(|p| p.steps.len() >= 8));
+        assert!(AGE.as_micros() > WAIT.micros as u128);
     }
 }

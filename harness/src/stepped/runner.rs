@@ -125,6 +125,7 @@ enum Action {
     Begin(Isolation),
     Commit,
     Rollback,
+    Pause(Duration),
 }
 
 struct Command {
@@ -139,6 +140,8 @@ enum Answer {
     Ended(TxnEnd),
     /// COMMIT or ROLLBACK without an open transaction (an error had ended it).
     Skipped,
+    /// Idle for the pause's length.
+    Paused,
 }
 
 struct Done {
@@ -186,6 +189,10 @@ async fn perform(
         Action::Commit if session.txn().is_some() => session.commit().await.map(Answer::Ended),
         Action::Rollback if session.txn().is_some() => session.rollback().await.map(Answer::Ended),
         Action::Commit | Action::Rollback => Ok(Answer::Skipped),
+        Action::Pause(idle) => {
+            tokio::time::sleep(idle).await;
+            Ok(Answer::Paused)
+        }
     }
 }
 
@@ -458,6 +465,10 @@ impl<'a> Runner<'a> {
                 log.sql = Some("ROLLBACK".into());
                 Action::Rollback
             }
+            Step::Pause(idle) => {
+                log.sql = Some(format!("-- no statement: the client idles {idle:?}"));
+                Action::Pause(*idle)
+            }
         }
     }
 
@@ -606,6 +617,7 @@ impl<'a> Runner<'a> {
             Answer::Begun(Begun::Lost) => "BEGIN lost: process retired".into(),
             Answer::Ended(end) => format!("transaction ended {end:?}"),
             Answer::Skipped => "skipped: no transaction open (an error had ended it)".into(),
+            Answer::Paused => "idled".into(),
         });
         Ok(())
     }
