@@ -500,28 +500,22 @@ fn the_lock_behaviour_mutants_are_caught_as_stalls() {
     }
 }
 
-/// The race plans whose waiter's transaction idles before its blocking acquire: on
-/// pg_lease the acquire waits from its own start and takes the key its holder releases
-/// meanwhile; the build counting the deadline from the transaction's start (`now()`) times
-/// out at once, which the checker rejects by the timeout's window (pinned by the calls
-/// around it, a few milliseconds against a 250 ms wait).
+/// The race plans whose transaction idles before its call (`Step::Pause`): pg_lease passes
+/// every one (its aged blocking acquire waits from its own start and takes the key released
+/// meanwhile); each catalogued mutant that reads time from the transaction's start
+/// (`now()`) fails one of them, naming an invariant its catalogue entry gives. The aged
+/// waiter's early timeout is rejected by its window, pinned by the calls around it to a few
+/// milliseconds against a 250 ms wait.
 #[test]
-fn an_aged_transactions_blocking_acquire_waits_from_its_own_start() {
+fn the_aged_plans_pass_on_pg_lease_and_catch_time_read_from_the_transactions_start() {
     let rt = runtime();
     let aged: Vec<Plan> = stepped::race_plans()
         .expect("valid race plans")
         .into_iter()
         .filter(|p| p.steps.iter().any(|s| matches!(s.action, Step::Pause(_))))
         .collect();
-    assert_eq!(aged.len(), 2);
-    let waiter_step = |p: &Plan| {
-        p.steps
-            .iter()
-            .position(|s| matches!(&s.action, Step::Call(c) if c.call == CallKind::AcquireWait))
-            .expect("the blocking acquire")
-    };
+    assert_eq!(aged.len(), 8);
     let shipped = stage_for_pg_lease(&rt);
-    let mutant = stage(&rt, target("mutant:wait_deadline_from_transaction_start"));
     for plan in &aged {
         let report = run(&rt, &shipped, plan, &RunOptions::default());
         assert!(
@@ -530,20 +524,47 @@ fn an_aged_transactions_blocking_acquire_waits_from_its_own_start() {
             report.run.outcome,
             report.steps
         );
-        let waited = op_of(&report, waiter_step(plan));
-        assert!(
-            matches!(waited.result, OpResult::Ok(Answer::Acquired { .. })),
-            "pg_lease's aged waiter: {waited:?}"
-        );
-
-        let report = run(&rt, &mutant, plan, &RunOptions::default());
-        let Outcome::Violation(v) = &report.run.outcome else {
-            panic!(
-                "the mutant was not caught: {}\n{:#?}",
-                report.run.outcome, report.steps
+        let waiter = plan
+            .steps
+            .iter()
+            .position(|s| matches!(&s.action, Step::Call(c) if c.call == CallKind::AcquireWait));
+        if let Some(waiter) = waiter {
+            let waited = op_of(&report, waiter);
+            assert!(
+                matches!(waited.result, OpResult::Ok(Answer::Acquired { .. })),
+                "pg_lease's aged waiter: {waited:?}"
             );
+        }
+    }
+    for name in [
+        "wait_deadline_from_transaction_start",
+        "inspect_uses_now",
+        "grant_dated_from_transaction_start",
+        "lapse_judged_from_transaction_start",
+        "probe_judged_from_transaction_start",
+    ] {
+        let mutant = harness::mutants::MUTANTS
+            .iter()
+            .find(|m| m.name == name)
+            .expect("a catalogued mutant");
+        let stage = stage(&rt, target(&format!("mutant:{name}")));
+        let mut outcomes = Vec::new();
+        let caught = aged.iter().find_map(|plan| {
+            let report = run(&rt, &stage, plan, &RunOptions::default());
+            outcomes.push(report.run.outcome.name());
+            match &report.run.outcome {
+                Outcome::Violation(v) => Some((v.invariant, line(&report))),
+                _ => None,
+            }
+        });
+        let Some((invariant, line)) = caught else {
+            panic!("{name} passed every aged plan: {outcomes:?}");
         };
-        assert_eq!(v.invariant, model::Invariant::PrecedenceAndIsolation, "{v}");
-        println!("wait_deadline_from_transaction_start: {}", line(&report));
+        assert!(
+            mutant.kill.named_by(invariant),
+            "{name}: caught as {invariant:?}, its catalogue entry wants {}",
+            mutant.kill.wanted()
+        );
+        println!("{name}: {line}, {invariant:?}");
     }
 }

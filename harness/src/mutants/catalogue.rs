@@ -322,6 +322,57 @@ BEGIN
         caught_by: &[],
     },
     Mutant {
+        name: "grant_dated_from_transaction_start",
+        breaks: "a grant (a first one and a takeover) is dated from now() (the transaction's start) instead of the clock: inside a transaction its expiry is backdated by the transaction's age",
+        kill: Kill::BreaksEither(
+            Invariant::DurabilityAndTimeAuthority,
+            Invariant::MutualExclusion,
+        ),
+        hunt: FREE,
+        edits: &[
+            (
+                "VALUES (p_key, p_owner, 1, (clock_timestamp() AT TIME ZONE 'UTC' + p_ttl)",
+                "VALUES (p_key, p_owner, 1, (now() AT TIME ZONE 'UTC' + p_ttl)",
+            ),
+            (
+                "               expires_at = (v_now AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'",
+                "               expires_at = (now() AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'",
+            ),
+        ],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "lapse_judged_from_transaction_start",
+        breaks: "renew and release judge expiry (before and under the row lock) by now() (the transaction's start): inside a transaction they succeed on a lease that lapsed after it began, and a renew dates the new expiry from then",
+        kill: Kill::BreaksEither(
+            Invariant::LapseIsFinal,
+            Invariant::DurabilityAndTimeAuthority,
+        ),
+        hunt: FREE,
+        edits: &[
+            (
+                "WHEN v_expires <= clock_timestamp() THEN 'lapsed'",
+                "WHEN v_expires <= now() THEN 'lapsed'",
+            ),
+            (
+                "       FOR NO KEY UPDATE;\n    v_now := clock_timestamp();\n    IF v_owner = p_owner",
+                "       FOR NO KEY UPDATE;\n    v_now := now();\n    IF v_owner = p_owner",
+            ),
+        ],
+        caught_by: &[],
+    },
+    Mutant {
+        name: "probe_judged_from_transaction_start",
+        breaks: "acquire's probe judges expiry by now() (the transaction's start): inside a transaction a lease that lapsed after it began still counts as held (denied, or an idempotent success for its owner)",
+        kill: Kill::BreaksEither(Invariant::LapseIsFinal, Invariant::ReacquireIdempotent),
+        hunt: FREE,
+        edits: &[(
+            "IF v_found AND v_owner IS NOT NULL AND v_expires > v_now THEN",
+            "IF v_found AND v_owner IS NOT NULL AND v_expires > now() THEN",
+        )],
+        caught_by: &[],
+    },
+    Mutant {
         name: "wait_deadline_halved",
         breaks: "a blocking acquire's deadline is computed from half the wait: it gives up early",
         kill: Kill::Breaks(Invariant::PrecedenceAndIsolation),

@@ -5,7 +5,9 @@
 //! it was (ROLLBACK). A build that decides before the lock, or does not re-check under it,
 //! answers from the state before the wait, which the checker rejects. Random plans reach
 //! these interleavings only now and then; these reach each of them every run. The aged
-//! waiter's plans put a blocking acquire in a transaction older than its wait.
+//! plans make each kind of call in a transaction that idled far longer than a lapsing
+//! lease and a blocking acquire's wait: a build that reads time from the transaction's
+//! start (`now()`) instead of the clock answers from the past.
 
 use super::plan::{stepped_workload, Plan, PlanError, PlanStep};
 use crate::workload::{CallKind, EpochChoice, Names, OpChoice, OwnerChoice, Step, Workload};
@@ -91,15 +93,73 @@ pub fn race_plans() -> Result<Vec<Plan>, PlanError> {
             }
         }
     }
+    for steps in aged_steps() {
+        plans.push(Plan::new(race_workload(), steps)?);
+    }
     for end in [Step::Commit, Step::Rollback] {
         plans.push(Plan::new(race_workload(), aged_waiter_steps(end))?);
     }
     Ok(plans)
 }
 
-/// How long the aged waiter's transaction idles before its blocking acquire: longer than
-/// the acquire's wait, so a deadline counted from the transaction's start has passed.
+/// How long an aged transaction idles before its call: far longer than a lapsing lease
+/// and than a blocking acquire's wait, so `now()` (the transaction's start) is far behind
+/// the clock the call must read.
 const AGE: std::time::Duration = std::time::Duration::from_millis(400);
+
+/// Calls made in a transaction that idled [`AGE`]: each must judge expiry and date what it
+/// writes by the clock, not by the transaction's start. A grant of a fresh key and a
+/// takeover must expire `ttl` after the call and a renew `ttl` after its own clock read;
+/// a lease granted after the transaction began and lapsed while it idled must be seen
+/// lapsed by a renew, a release, an inspect and another owner's acquire.
+fn aged_steps() -> Vec<Vec<PlanStep>> {
+    let lapsing = LAPSING[1];
+    let begin = |p| step(p, Step::Begin(Isolation::ReadCommitted));
+    let age = |p| step(p, Step::Pause(AGE));
+    let call = |p, kind, ttl| step(p, call_of(kind, ttl));
+    let commit = |p| step(p, Step::Commit);
+    let mut plans = vec![
+        // A first grant (the key's row inserted), then a renew, each in an aged transaction.
+        vec![
+            begin(2),
+            age(2),
+            call(2, CallKind::Acquire, LONG),
+            commit(2),
+            begin(2),
+            age(2),
+            call(2, CallKind::Renew, LONG),
+            commit(2),
+            call(1, CallKind::Inspect, LONG),
+        ],
+        // A takeover of a lapsed lease in an aged transaction.
+        vec![
+            call(1, CallKind::Acquire, lapsing),
+            begin(2),
+            age(2),
+            call(2, CallKind::Acquire, LONG),
+            commit(2),
+            call(1, CallKind::Inspect, LONG),
+        ],
+    ];
+    // p1 (p0's owner) is granted a lapsing lease after p0's (or p2's) transaction began.
+    for (process, kind) in [
+        (0, CallKind::Renew),
+        (0, CallKind::Release),
+        (0, CallKind::Inspect),
+        (2, CallKind::Acquire),
+    ] {
+        plans.push(vec![
+            begin(process),
+            call(1, CallKind::Acquire, lapsing),
+            call(process, CallKind::Inspect, LONG),
+            age(process),
+            call(process, kind, LONG),
+            commit(process),
+            call(1, CallKind::Inspect, LONG),
+        ]);
+    }
+    plans
+}
 
 /// A blocking acquire in a transaction older than its wait, on a key held by another owner
 /// and released while it waits: it must wait the whole bound from its own start and take
@@ -174,8 +234,11 @@ mod tests {
     #[test]
     fn every_holder_waiter_and_end_is_a_valid_plan() {
         let plans = race_plans().expect("valid plans");
-        assert_eq!(plans.len(), holders().len() * WAITERS.len() * 2 + 2);
-        assert!(plans.iter().all(|p| p.steps.len() >= 8));
+        assert_eq!(
+            plans.len(),
+            holders().len() * WAITERS.len() * 2 + aged_steps().len() + 2
+        );
+        assert!(plans.iter().all(|p| p.steps.len() >= 6));
         assert!(AGE.as_micros() > WAIT.micros as u128);
     }
 }
