@@ -1,5 +1,5 @@
 //! Throwaway clusters on every tested major: start, state across restart and
-//! crash, and that nothing (postmaster, backends, directory) is left behind —
+//! crash, and that nothing (postmaster, backends, directory, shared memory) is left behind —
 //! after Drop, after a panic, at process exit and after our own SIGKILL.
 
 use harness::pg::{test_majors, Cluster, PgInstall};
@@ -62,6 +62,17 @@ async fn lease_epoch(cluster: &Cluster, db: &str, key: &str) -> Option<i64> {
         .map(|r| r.get(0))
 }
 
+/// The dynamic shared memory files (`/dev/shm/PostgreSQL.*`) process `pid` maps.
+fn shared_memory_segments(pid: u32) -> Vec<PathBuf> {
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|p| p.starts_with("/dev/shm/PostgreSQL."))
+        .map(PathBuf::from)
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn committed_state_survives_restart_and_crash_and_drop_cleans_up() {
     for major in test_majors() {
@@ -101,10 +112,16 @@ async fn committed_state_survives_restart_and_crash_and_drop_cleans_up() {
         let busy = cluster.connect(&db).await.unwrap();
         let children = backends_of(pid);
         assert!(!children.is_empty(), "postmaster {pid} has no children");
+        let segments = shared_memory_segments(pid);
+        assert!(!segments.is_empty(), "postmaster {pid} maps no DSM segment");
         cluster.crash().unwrap();
         assert!(!alive(pid), "postmaster survived the crash");
         for child in &children {
             assert!(!alive(*child), "backend {child} survived the crash");
+        }
+        // A killed postmaster cannot remove its dynamic shared memory: the harness does.
+        for segment in &segments {
+            assert!(!segment.exists(), "the crash left {}", segment.display());
         }
         assert!(
             busy.simple_query("SELECT 1").await.is_err(),

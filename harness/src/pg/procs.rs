@@ -2,7 +2,7 @@
 //! children, and the exit-time / parent-death cleanup of clusters.
 
 use super::{PgError, Result};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, Once};
@@ -132,13 +132,14 @@ fn gone_or_zombie(pid: i32) -> bool {
 /// are listed and killed, then it is killed. Waits until all of them are gone
 /// (or zombies), so the data directory can be started again at once.
 pub(crate) fn kill_tree(pid: i32) {
-    let children = kill_tree_now(pid);
+    let (children, segments) = kill_tree_now(pid);
     let deadline = Instant::now() + KILL_WAIT;
     blocking_section(|| {
         while !all_gone(&children) && Instant::now() < deadline {
             std::thread::sleep(KILL_POLL);
         }
     });
+    remove_segments(&children, segments);
 }
 
 /// Runs `wait`, which sleeps the thread. On a worker of a multi-threaded tokio runtime (a
@@ -157,11 +158,12 @@ pub(crate) fn blocking_section<T>(wait: impl FnOnce() -> T) -> T {
 
 /// [`kill_tree`] for async code: waits on the runtime's timer.
 pub(crate) async fn kill_tree_async(pid: i32) {
-    let children = kill_tree_now(pid);
+    let (children, segments) = kill_tree_now(pid);
     let deadline = Instant::now() + KILL_WAIT;
     while !all_gone(&children) && Instant::now() < deadline {
         tokio::time::sleep(KILL_POLL).await;
     }
+    remove_segments(&children, segments);
 }
 
 /// How long killed processes may take to go (they never take more than milliseconds
@@ -169,15 +171,43 @@ pub(crate) async fn kill_tree_async(pid: i32) {
 const KILL_WAIT: Duration = Duration::from_secs(10);
 const KILL_POLL: Duration = Duration::from_millis(5);
 
-/// Sends the SIGKILLs of [`kill_tree`]; the children it killed.
-fn kill_tree_now(pid: i32) -> Vec<i32> {
+/// Sends the SIGKILLs of [`kill_tree`]; the children it killed and the dynamic shared
+/// memory segments the tree had mapped.
+fn kill_tree_now(pid: i32) -> (Vec<i32>, BTreeSet<PathBuf>) {
     signal(pid, libc::SIGSTOP);
     let children = children_of(pid);
+    let segments = std::iter::once(pid)
+        .chain(children.iter().copied())
+        .flat_map(mapped_segments)
+        .collect();
     for &child in &children {
         signal(child, libc::SIGKILL);
     }
     signal(pid, libc::SIGKILL);
-    children
+    (children, segments)
+}
+
+/// The POSIX shared memory files of PostgreSQL's dynamic shared memory that `pid` maps
+/// (`/dev/shm/PostgreSQL.<handle>`). A killed postmaster cannot remove them; only a later
+/// start of the same data directory would, and a killed test cluster is usually dropped.
+fn mapped_segments(pid: i32) -> Vec<PathBuf> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    maps.lines()
+        .filter_map(|line| line.split_whitespace().nth(5))
+        .filter(|path| path.starts_with("/dev/shm/PostgreSQL."))
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// Removes the segments of a killed tree once every process of it is gone (a segment is
+/// left to a process still alive). A later start of the data directory finds its old
+/// control segment gone and goes on: PostgreSQL treats that as nothing to clean up.
+fn remove_segments(processes: &[i32], segments: BTreeSet<PathBuf>) {
+    if all_gone(processes) {
+        for segment in segments {
+            let _ = std::fs::remove_file(segment);
+        }
+    }
 }
 
 fn all_gone(pids: &[i32]) -> bool {
