@@ -21,7 +21,7 @@ fn major() -> u32 {
     }
 }
 
-/// Bounded: 26 hunts, two at a time, most killed by their first campaign (1,500 calls,
+/// Bounded: 29 hunts, two at a time, most killed by their first campaign (1,500 calls,
 /// 2-6 s; a violation's search can take 30 s), the stepped ones within 150 plans (under
 /// 1 s each), plus the control; 2.5-3 minutes on 2 busy cores (measured: 152-167 s).
 /// (HuntOptions::quick caps a hunt at 8 free-running campaigns and 150 plans (lost_race_keeps_row_lock once survived 60 on a quiet machine).)
