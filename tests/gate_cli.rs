@@ -217,7 +217,7 @@ fn a_fault_only_mutant_given_as_sql_fails_the_faults_suite_naming_the_invariant(
 /// suites, or, a fault-only one, through the faults suite's checks that hunt it (exit 1, a
 /// JUnit failure). The invariant a campaign names may differ from the
 /// model's for the mutant (renew_ignores_expiry's campaign shows as inv08, its stepped plan
-/// as inv07), so only the failure is asserted. Slow (6 minutes for the 8 on PG 15):
+/// as inv07), so only the failure is asserted. Slow (14 minutes for the 33 on PG 15):
 /// `cargo test --test gate_cli -- --ignored every_catalogued_mutant`.
 #[test]
 #[ignore]
