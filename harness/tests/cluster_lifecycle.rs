@@ -230,6 +230,8 @@ fn process_exit_removes_shared_clusters() {
 fn sigkill_of_the_owner_is_cleaned_up_by_the_watchdog() {
     let (mut child, pid, data) = run_child("hang");
     assert!(alive(pid));
+    let segments = shared_memory_segments(pid);
+    assert!(!segments.is_empty(), "postmaster {pid} maps no DSM segment");
     child.kill().unwrap();
     child.wait().unwrap();
     wait_until(
@@ -241,6 +243,11 @@ fn sigkill_of_the_owner_is_cleaned_up_by_the_watchdog() {
         "the watchdog removed the directory",
         Duration::from_secs(10),
         || !data.exists(),
+    );
+    wait_until(
+        "the watchdog removed the shared memory files",
+        Duration::from_secs(10),
+        || segments.iter().all(|s| !s.exists()),
     );
 }
 

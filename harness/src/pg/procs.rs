@@ -288,7 +288,8 @@ pub(crate) fn unregister(id: u64) {
 
 /// A watchdog process that outlives us: if this process dies without cleaning
 /// up (SIGKILL, abort), the watchdog sees its stdin close and kills the last
-/// postmaster pid it was told about, then removes the cluster directory. We
+/// postmaster pid it was told about, then removes its dynamic shared memory files
+/// (as [`kill_tree`] does) and the cluster directory. We
 /// send it the postmaster pid after every start and `0` after every stop.
 pub(crate) struct Watchdog {
     child: Option<std::process::Child>,
@@ -300,15 +301,21 @@ impl Watchdog {
         let script = r#"trap '' INT TERM HUP
 pid=0
 while read -r line; do pid=$line; done
+segments() { grep -ho '/dev/shm/PostgreSQL\.[0-9]*' "/proc/$1/maps" 2>/dev/null; }
 if [ "$pid" != 0 ]; then
   kill -STOP "$pid" 2>/dev/null
+  segs=$(segments "$pid")
   for s in /proc/[0-9]*/stat; do
     read -r p rest < "$s" 2>/dev/null || continue
     pp=$(echo "${rest##*) }" | cut -d' ' -f2)
-    [ "$pp" = "$pid" ] && kill -9 "$p" 2>/dev/null
+    if [ "$pp" = "$pid" ]; then
+      segs="$segs $(segments "$p")"
+      kill -9 "$p" 2>/dev/null
+    fi
   done
   kill -9 "$pid" 2>/dev/null
   sleep 1
+  rm -f $segs
 fi
 rm -rf "$1"
 "#;
