@@ -219,6 +219,18 @@ impl Default for Workload {
 }
 
 impl Workload {
+    /// The workload of the free-running hunts and of the gate's campaigns: the default one
+    /// (8 processes, 2 keys), with pairs of processes acting as one owner (so one session can
+    /// hold a lease's row lock in a transaction while another calls on the lease) and twice
+    /// the transactions.
+    pub fn shared_owners() -> Workload {
+        Workload {
+            names: Names::SharedOwners,
+            txn_percent: 20,
+            ..Workload::default()
+        }
+    }
+
     /// Checks the bounds.
     pub fn validate(&self) -> Result<(), WorkloadError> {
         if !PROCESSES.contains(&self.processes) {

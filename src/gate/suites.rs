@@ -290,7 +290,7 @@ async fn one_campaign(ctx: &Ctx<'_>, seed: u64, ops: u64) -> CheckResult {
     let start = Instant::now();
     let dir = ctx.out_dir.join(format!("campaign-seed-{seed}"));
     let campaign = Campaign {
-        workload: harness::mutants::hunt::shared_owner_workload(),
+        workload: harness::workload::Workload::shared_owners(),
         budget: Budget {
             time: Some(Duration::from_secs(120)),
             states: Some(20_000_000),
@@ -380,7 +380,7 @@ async fn stepped_plans(ctx: &Ctx<'_>) -> SuiteResult {
     };
     // The mutant hunts' contended plans: 2-3 sessions on one key, transactions holding its
     // row lock across steps, blocking acquires, TTLs short enough to lapse mid-wait.
-    let config = harness::mutants::hunt::contended_plans();
+    let config = harness::stepped::PlanConfig::contended();
     let drawn = (0..drawn_count).map(|k| {
         let seed = ctx.seed.wrapping_add(k);
         let plan = Plan::from_seed(&config, seed).map_err(|e| e.to_string());

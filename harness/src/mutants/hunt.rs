@@ -9,8 +9,8 @@ use super::{judge, judge_control, Judged, Kill, Mode, Mutant};
 use crate::campaign::{self, Campaign, Figures, InfraError, Length, Outcome, Silent, Target};
 use crate::pg::Cluster;
 use crate::stepped::{self, Plan, PlanConfig, RunOptions, Stage};
-use crate::workload::{Names, OpMix, Workload};
-use model::{Budget, Interval, Invariant, Isolation};
+use crate::workload::Workload;
+use model::{Budget, Invariant};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -42,14 +42,14 @@ impl HuntOptions {
             free_campaigns: 8,
             free_seed: 20_261_210,
             free_ops: 1_500,
-            free_workload: shared_owner_workload(),
+            free_workload: Workload::shared_owners(),
             free_budget: Budget {
                 time: Some(Duration::from_secs(30)),
                 states: Some(5_000_000),
             },
             stepped_plans: 150,
             stepped_seed: 0,
-            stepped_config: contended_plans(),
+            stepped_config: PlanConfig::contended(),
             call_timeout: Duration::from_secs(10),
         }
     }
@@ -84,60 +84,6 @@ impl HuntOptions {
             Mode::Stepped => self.stepped_seed.wrapping_add(k),
             Mode::Faults(_) => k,
         }
-    }
-}
-
-/// The workload of a free-running hunt: the default one (8 processes, 2 keys), with pairs
-/// of processes acting as one owner (so one session can hold a lease's row lock in a
-/// transaction while another calls on the lease) and twice the transactions.
-pub fn shared_owner_workload() -> Workload {
-    Workload {
-        names: Names::SharedOwners,
-        txn_percent: 20,
-        ..Workload::default()
-    }
-}
-
-/// The plans of a stepped hunt: 2-3 processes on one key, so every call contends for one
-/// row, the first two acting as one owner (two sessions of one client, so one can hold the
-/// lease's row lock in a transaction while the other calls on the lease); a transaction in
-/// half of a process's turns (READ COMMITTED, the only level pg_lease's calls accept), so
-/// a call waits on a row lock held across steps; blocking acquires in a quarter of the
-/// calls, mostly waiting 1 s; TTLs of 20 ms (lapses while calls wait) to 5 s (a waiter
-/// outlasts its sleeps); no invalid input (the free-running campaigns have it).
-pub fn contended_plans() -> PlanConfig {
-    let mut workload = stepped::stepped_workload();
-    workload.ttls = vec![
-        (Interval::millis(20), 2),
-        (Interval::millis(60), 2),
-        (Interval::millis(250), 2),
-        (Interval::secs(5), 4),
-    ];
-    // Long waits keep a waiter asleep across many steps, however slow a loaded machine
-    // makes them (a stall is only seen while the waiter sleeps).
-    workload.waits = vec![
-        (Interval::millis(50), 1),
-        (Interval::millis(250), 1),
-        (Interval::secs(1), 2),
-    ];
-    workload.mix = OpMix {
-        acquire: 25,
-        acquire_wait: 25,
-        renew: 25,
-        release: 15,
-        inspect: 10,
-    };
-    workload.txn_percent = 50;
-    workload.rollback_percent = 15;
-    workload.invalid_percent = 0;
-    workload.isolations = vec![Isolation::ReadCommitted];
-    workload.names = Names::SharedOwners;
-    PlanConfig {
-        processes: 2..=3,
-        keys: 1..=1,
-        isolations: vec![(Isolation::ReadCommitted, 1)],
-        workload,
-        ..PlanConfig::default()
     }
 }
 

@@ -12,7 +12,7 @@
 //! strategy. [`PlanStrategy`] draws such a seed per case from proptest's own RNG, so every
 //! case a proptest run generates replays with `leasecheck check --mode stepped --seed S`.
 
-use crate::workload::{Draw, OpChoice, Step, Workload, WorkloadError};
+use crate::workload::{Draw, Names, OpChoice, OpMix, Step, Workload, WorkloadError};
 use model::{Interval, Isolation, Op};
 use proptest::prelude::Rng;
 use proptest::strategy::{BoxedStrategy, NewTree, Strategy, ValueTree};
@@ -106,6 +106,51 @@ impl Default for PlanConfig {
                 (Isolation::RepeatableRead, 1),
                 (Isolation::Serializable, 1),
             ],
+        }
+    }
+}
+
+impl PlanConfig {
+    /// The plans of the stepped hunts and of the gate's drawn plans: 2-3 processes on one key, so every call contends for one
+    /// row, the first two acting as one owner (two sessions of one client, so one can hold the
+    /// lease's row lock in a transaction while the other calls on the lease); a transaction in
+    /// half of a process's turns (READ COMMITTED, the only level pg_lease's calls accept), so
+    /// a call waits on a row lock held across steps; blocking acquires in a quarter of the
+    /// calls, mostly waiting 1 s; TTLs of 20 ms (lapses while calls wait) to 5 s (a waiter
+    /// outlasts its sleeps); no invalid input (the free-running campaigns have it).
+    pub fn contended() -> PlanConfig {
+        let mut workload = stepped_workload();
+        workload.ttls = vec![
+            (Interval::millis(20), 2),
+            (Interval::millis(60), 2),
+            (Interval::millis(250), 2),
+            (Interval::secs(5), 4),
+        ];
+        // Long waits keep a waiter asleep across many steps, however slow a loaded machine
+        // makes them (a stall is only seen while the waiter sleeps).
+        workload.waits = vec![
+            (Interval::millis(50), 1),
+            (Interval::millis(250), 1),
+            (Interval::secs(1), 2),
+        ];
+        workload.mix = OpMix {
+            acquire: 25,
+            acquire_wait: 25,
+            renew: 25,
+            release: 15,
+            inspect: 10,
+        };
+        workload.txn_percent = 50;
+        workload.rollback_percent = 15;
+        workload.invalid_percent = 0;
+        workload.isolations = vec![Isolation::ReadCommitted];
+        workload.names = Names::SharedOwners;
+        PlanConfig {
+            processes: 2..=3,
+            keys: 1..=1,
+            isolations: vec![(Isolation::ReadCommitted, 1)],
+            workload,
+            ..PlanConfig::default()
         }
     }
 }
