@@ -231,8 +231,10 @@ async fn hunt_all(
         bar.set_message(m.name);
         let tell = |r: &Run| {
             bar.set_message(format!(
-                "{}: {} seed {} {}",
-                m.name, r.mode, r.seed, r.judged
+                "{}: {} {}",
+                m.name,
+                r.mode.run_label(r.seed),
+                r.judged
             ))
         };
         let report = mutants::hunt_with(cluster, m, options, &tell).await;
@@ -243,8 +245,13 @@ async fn hunt_all(
     }
     bar.set_message("control: pg_lease through the same campaigns");
     let campaigns = HuntReport::campaigns_run(&hunts);
-    let tell =
-        |r: &Run| bar.set_message(format!("control: {} seed {} {}", r.mode, r.seed, r.judged));
+    let tell = |r: &Run| {
+        bar.set_message(format!(
+            "control: {} {}",
+            r.mode.run_label(r.seed),
+            r.judged
+        ))
+    };
     let control = mutants::control(cluster, &campaigns, options, &tell).await;
     bar.inc(1);
     bar.finish_and_clear();

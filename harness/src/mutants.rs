@@ -38,6 +38,10 @@ use std::fmt;
 pub enum Mode {
     /// A free-running campaign: real concurrency on tokio tasks ([`crate::campaign`]).
     Free,
+    /// The written race plans ([`crate::stepped::race_plans`]), in order: each interleaving
+    /// of a call with a transaction holding the key's row lock, and each kind of call in an
+    /// aged transaction, every run (the `seed` of such a run is the plan's index).
+    Races,
     /// Stepped plans from seeds ([`crate::stepped`]): one step at a time, a blocked step
     /// left waiting while the plan goes on, so lock waits last across other steps.
     Stepped,
@@ -53,6 +57,7 @@ impl Mode {
     pub fn name(self) -> &'static str {
         match self {
             Mode::Free => "free",
+            Mode::Races => "race",
             Mode::Stepped => "stepped",
             Mode::Faults(_) => "faults",
         }
@@ -61,6 +66,17 @@ impl Mode {
     /// Whether the harness's hunts run it (a history campaign, not a fault check).
     pub fn is_campaign(self) -> bool {
         !matches!(self, Mode::Faults(_))
+    }
+
+    /// The campaign modes, in the order reports list them.
+    pub const CAMPAIGNS: [Mode; 3] = [Mode::Free, Mode::Races, Mode::Stepped];
+
+    /// Which run of this mode `seed` is, as a person reads it: `free seed 7`, `race plan 12`.
+    pub fn run_label(self, seed: u64) -> String {
+        match self {
+            Mode::Races => format!("race plan {seed}"),
+            mode => format!("{mode} seed {seed}"),
+        }
     }
 }
 

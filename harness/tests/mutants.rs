@@ -22,9 +22,13 @@ fn major() -> u32 {
 }
 
 /// Bounded: 29 hunts, two at a time, most killed by their first campaign (1,500 calls,
-/// 2-6 s; a violation's search can take 30 s), the stepped ones within 150 plans (under
-/// 1 s each), plus the control; 2.5-3 minutes on 2 busy cores (measured: 152-167 s).
-/// (HuntOptions::quick caps a hunt at 8 free-running campaigns and 150 plans (lost_race_keeps_row_lock once survived 60 on a quiet machine).)
+/// 2-6 s; a violation's search can take 30 s), a race mutant the free campaigns miss by
+/// the race plans (176 written ones, in order; lock_live_skips_expiry once survived 8 free
+/// campaigns and 150 drawn plans before they were hunted), the stall mutants within 150
+/// drawn plans (under 1 s each), plus the control; 1.5-3 minutes on 2 busy cores
+/// (measured: 76-167 s). (HuntOptions::quick caps a hunt at 8 free-running campaigns, the
+/// race plans and 150 drawn plans; lost_race_keeps_row_lock once survived 60 on a quiet
+/// machine.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_sql_mutant_is_killed_and_pg_lease_passes_the_same_campaigns() {
     let major = major();

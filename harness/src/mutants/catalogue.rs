@@ -4,9 +4,9 @@
 use super::{Kill, Mode, ModelOnly, Mutant};
 use model::{Invariant, Mutation};
 
-const FREE: &[Mode] = &[Mode::Free, Mode::Stepped];
+const FREE: &[Mode] = &[Mode::Free, Mode::Races, Mode::Stepped];
 const STEPPED: &[Mode] = &[Mode::Stepped];
-const STEPPED_FIRST: &[Mode] = &[Mode::Stepped, Mode::Free];
+const STEPPED_FIRST: &[Mode] = &[Mode::Races, Mode::Stepped, Mode::Free];
 
 /// `_take`'s lock, clock read and decision, as shipped.
 const TAKE_LOCK_CLOCK_DECIDE: &str = "    SELECT l.owner, l.expires_at INTO v_owner, v_expires

@@ -1,6 +1,7 @@
-//! Hunting a SQL mutant: campaigns (free-running, then stepped plans, in the order its
-//! [`Mutant::hunt`] lists) from fixed seeds until a verdict kills it ([`judge`]), within a
-//! bound; and the control, pg_lease itself, through the same campaigns.
+//! Hunting a SQL mutant: campaigns (free-running ones from fixed seeds, the written race
+//! plans in order, stepped plans drawn from fixed seeds, in the order its [`Mutant::hunt`]
+//! lists) until a verdict kills it ([`judge`]), within a bound; and the control, pg_lease
+//! itself, through the same campaigns.
 //!
 //! A campaign that ends as an infrastructure failure (the mutant failed to install, a hang,
 //! a harness error) ends the hunt as such: it is reported, never counted as a kill.
@@ -68,21 +69,22 @@ impl HuntOptions {
         }
     }
 
-    /// How many campaigns of `mode` a hunt may run.
+    /// How many campaigns of `mode` a hunt may run (every race plan).
     pub fn limit(&self, mode: Mode) -> u64 {
         match mode {
             Mode::Free => self.free_campaigns,
+            Mode::Races => stepped::race_plans().map_or(0, |p| p.len() as u64),
             Mode::Stepped => self.stepped_plans,
             Mode::Faults(_) => 0,
         }
     }
 
-    /// The seed of the `k`-th campaign of `mode`.
+    /// The seed of the `k`-th campaign of `mode` (of a race plan: its index).
     pub fn seed(&self, mode: Mode, k: u64) -> u64 {
         match mode {
             Mode::Free => self.free_seed.wrapping_add(k),
             Mode::Stepped => self.stepped_seed.wrapping_add(k),
-            Mode::Faults(_) => k,
+            Mode::Races | Mode::Faults(_) => k,
         }
     }
 }
@@ -151,7 +153,7 @@ impl HuntReport {
     /// Campaigns run per mode, as [`control`] takes them: the control of a set of hunts
     /// runs the most any of them ran, so every seed any hunt used.
     pub fn campaigns_run(reports: &[HuntReport]) -> Vec<(Mode, u64)> {
-        [Mode::Free, Mode::Stepped]
+        Mode::CAMPAIGNS
             .into_iter()
             .map(|mode| {
                 let most = reports.iter().map(|r| r.runs_of(mode)).max().unwrap_or(0);
@@ -168,7 +170,7 @@ impl HuntReport {
 
     /// One line: the name, the status, the seeds tried, and the verdict line that decided.
     pub fn line(&self) -> String {
-        let tried = [Mode::Free, Mode::Stepped]
+        let tried = Mode::CAMPAIGNS
             .iter()
             .filter(|m| self.runs_of(**m) > 0)
             .map(|m| format!("{} {m}", self.runs_of(*m)))
@@ -185,15 +187,13 @@ impl HuntReport {
                 "CLEAN: linearizable with no stall on every campaign".to_string()
             }
             (Status::Killed(_), Some(r)) if self.kill.is_none() => format!(
-                "FINDING on pg_lease by {} seed {}: {}",
-                r.mode,
-                r.seed,
+                "FINDING on pg_lease by {}: {}",
+                r.mode.run_label(r.seed),
                 first_line(&r.verdict)
             ),
             (Status::Killed(_), Some(r)) => format!(
-                "KILLED by {} seed {}: {}",
-                r.mode,
-                r.seed,
+                "KILLED by {}: {}",
+                r.mode.run_label(r.seed),
                 first_line(&r.verdict)
             ),
             (Status::Infrastructure(e), _) => format!("{e} (not a kill)"),
@@ -202,7 +202,7 @@ impl HuntReport {
                     .runs
                     .iter()
                     .filter(|r| r.judged != Judged::Survived)
-                    .map(|r| format!("{} seed {}: {}", r.mode, r.seed, r.judged))
+                    .map(|r| format!("{}: {}", r.mode.run_label(r.seed), r.judged))
                     .collect();
                 if seen.is_empty() {
                     "SURVIVED".to_string()
@@ -321,12 +321,14 @@ pub async fn control(
 }
 
 /// The campaigns of one mode against one target: free-running campaigns each on a fresh
-/// database, or stepped plans on one stage.
+/// database, or stepped plans (race or drawn) on one stage.
 struct Campaigns<'c> {
     cluster: &'c Cluster,
     target: Target,
     mode: Mode,
     options: &'c HuntOptions,
+    /// The race plans (race mode).
+    races: Vec<Plan>,
     /// The stepped plans' stage (stepped mode), or why it could not be set up (reported by
     /// the first run, which ends the hunt).
     stage: Option<Stage<'c>>,
@@ -340,18 +342,27 @@ impl<'c> Campaigns<'c> {
         mode: Mode,
         options: &'c HuntOptions,
     ) -> Campaigns<'c> {
-        let (stage, stage_error) = match mode {
+        let (stage, mut stage_error) = match mode {
             Mode::Free | Mode::Faults(_) => (None, None),
-            Mode::Stepped => match Stage::new(cluster, target).await {
+            Mode::Races | Mode::Stepped => match Stage::new(cluster, target).await {
                 Ok(stage) => (Some(stage), None),
                 Err(e) => (None, Some(e)),
             },
+        };
+        let races = match (mode, stepped::race_plans()) {
+            (Mode::Races, Ok(plans)) => plans,
+            (Mode::Races, Err(e)) => {
+                stage_error = stage_error.or(Some(e.into()));
+                Vec::new()
+            }
+            _ => Vec::new(),
         };
         Campaigns {
             cluster,
             target,
             mode,
             options,
+            races,
             stage,
             stage_error,
         }
@@ -364,7 +375,17 @@ impl<'c> Campaigns<'c> {
         let started = Instant::now();
         let (outcome, figures) = match self.mode {
             Mode::Free => self.free(seed).await,
-            Mode::Stepped => self.stepped(seed).await,
+            Mode::Races => match self.races.get(seed as usize).cloned() {
+                Some(plan) => self.plan(&plan, seed).await,
+                None => (
+                    Outcome::Infrastructure(InfraError::Task(format!("no race plan {seed}"))),
+                    Figures::default(),
+                ),
+            },
+            Mode::Stepped => match Plan::from_seed(&self.options.stepped_config, seed) {
+                Ok(plan) => self.plan(&plan, seed).await,
+                Err(e) => (Outcome::Infrastructure(e.into()), Figures::default()),
+            },
             // Never reached: hunts and controls run campaign modes only.
             Mode::Faults(fault) => (
                 Outcome::Infrastructure(InfraError::Task(format!(
@@ -409,8 +430,8 @@ impl<'c> Campaigns<'c> {
         (report.outcome, report.figures)
     }
 
-    /// The stepped plan of `seed`, on the stage.
-    async fn stepped(&mut self, seed: u64) -> (Outcome, Figures) {
+    /// `plan` (race plan or drawn plan `seed`), on the stage.
+    async fn plan(&mut self, plan: &Plan, seed: u64) -> (Outcome, Figures) {
         let Some(stage) = &self.stage else {
             let error = self
                 .stage_error
@@ -418,19 +439,15 @@ impl<'c> Campaigns<'c> {
                 .unwrap_or_else(|| InfraError::Task("no stage for the stepped plans".into()));
             return (Outcome::Infrastructure(error), Figures::default());
         };
-        let plan = match Plan::from_seed(&self.options.stepped_config, seed) {
-            Ok(plan) => plan,
-            Err(e) => return (Outcome::Infrastructure(e.into()), Figures::default()),
-        };
         let options = RunOptions {
             call_timeout: self.options.call_timeout,
             history_file: campaign::history_file_from_env(
-                &format!("{}-stepped", self.target),
+                &format!("{}-{}", self.target, self.mode.name()),
                 seed,
             ),
             ..RunOptions::default()
         };
-        let report = stepped::run(stage, &plan, &options, Arc::new(Silent)).await;
+        let report = stepped::run(stage, plan, &options, Arc::new(Silent)).await;
         (report.run.outcome, report.run.figures)
     }
 }
