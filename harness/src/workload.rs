@@ -719,13 +719,7 @@ impl Memory {
         let Some(key) = record.call.key().cloned() else {
             return;
         };
-        let owner = match &record.call {
-            Op::Acquire { owner, .. } | Op::Renew { owner, .. } | Op::Release { owner, .. } => {
-                owner.as_deref()
-            }
-            _ => None,
-        };
-        let mine = owner == Some(me);
+        let mine = record.call.owner().is_some_and(|o| o == me);
         match record.result.outcome() {
             Outcome::Acquired { epoch, .. } => {
                 self.see(&key, epoch);

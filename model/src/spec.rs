@@ -297,6 +297,16 @@ impl<K: Name, O: Name> Op<K, O> {
         }
     }
 
+    /// The owner the operation names, if not `NULL` (inspect and expire name none).
+    pub fn owner(&self) -> Option<&O> {
+        match self {
+            Op::Acquire { owner, .. } | Op::Renew { owner, .. } | Op::Release { owner, .. } => {
+                owner.as_ref()
+            }
+            Op::Inspect { .. } | Op::Expire { .. } => None,
+        }
+    }
+
     /// Every input constraint the call violates (the DETAIL of its 22023 error); empty for a
     /// valid call.
     pub fn violations(&self) -> Vec<Violation> {

@@ -451,14 +451,14 @@ pub(crate) fn takeovers(history: &History) -> Vec<Takeover> {
                 )
             })
             .max_by_key(|o| o.complete)
-            .and_then(|o| call_owner(&o.call));
+            .and_then(|o| o.call.owner());
         let grant = ops_on_key()
             .filter(|o| o.invoke > n.end && o.txn.is_none())
             .filter(|o| matches!(o.call, Op::Acquire { .. }))
             .min_by_key(|o| o.invoke);
         if let (Some(holder), Some(grant)) = (holder, grant) {
             let granted = matches!(grant.result, OpResult::Ok(Outcome::Acquired { .. }));
-            if granted && call_owner(&grant.call).is_some_and(|o| o != holder) {
+            if granted && grant.call.owner().is_some_and(|o| o != holder) {
                 found.push(Takeover {
                     key: key.clone(),
                     grant: grant.id,
@@ -467,16 +467,6 @@ pub(crate) fn takeovers(history: &History) -> Vec<Takeover> {
         }
     }
     found
-}
-
-fn call_owner(call: &model::Op<String, String>) -> Option<&str> {
-    use model::Op;
-    match call {
-        Op::Acquire { owner, .. } | Op::Renew { owner, .. } | Op::Release { owner, .. } => {
-            owner.as_deref()
-        }
-        _ => None,
-    }
 }
 
 /// `takeover` answered as a server ignoring the lapse would have: `denied` (a blocking
