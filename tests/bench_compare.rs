@@ -1,14 +1,14 @@
 //! `leasecheck bench --compare`: passes for an unchanged build and fails, naming renew, for
 //! a mutant whose renew sleeps 1 ms (`pg_sleep(0.001)` edited into the shipped SQL). The
 //! three runs (baseline, unchanged, mutant) are quick runs of W1-cycle and its floor at one
-//! client, 3 repeats each, about 30 s each. Their clusters live in /dev/shm when it exists:
-//! there a commit's fsync costs little and varies little, while on this machine's shared
-//! disk it moved the UPDATE floor between 0.3 and 3 ms from one run to the next, which would
-//! drown a 1 ms change (the committed baselines record the disk).
+//! client, 3 repeats each, about 30 s each, their clusters in /dev/shm (`common::bench`;
+//! the committed baselines record the disk).
 
+mod common;
+
+use common::only_dir;
 use harness::extension::{BASE_SCRIPT, CONTROL, SCRIPT};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 const RUN: &[&str] = &[
     "--quick",
@@ -22,26 +22,7 @@ const RUN: &[&str] = &[
 ];
 
 fn bench(extra: &[&str]) -> (i32, String, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_leasecheck"));
-    cmd.arg("bench").args(RUN).args(extra);
-    if Path::new("/dev/shm").is_dir() {
-        cmd.env("LEASECHECK_TMPDIR", "/dev/shm");
-    }
-    let out = cmd.output().expect("leasecheck runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn only_dir(out: &Path) -> PathBuf {
-    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
-        .expect("the out directory")
-        .map(|e| e.expect("an entry").path())
-        .collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    dirs[0].clone()
+    common::bench(&[RUN, extra].concat())
 }
 
 /// pg_lease whose successful renew sleeps 1 ms first, as extension `pg_lease_renew_sleeps`.

@@ -1,39 +1,14 @@
 //! `leasecheck bench --quick` end to end (a pipeline test, not a timing assertion): every
 //! workload measured at two client counts by both drivers, result.json readable with the
-//! environment recorded, report.md and the SVG plots written. About 100 s.
+//! environment recorded, report.md and the SVG plots written, the cluster in /dev/shm
+//! (`common::bench`). About 90 s.
+
+mod common;
 
 use bench::result::Driver;
 use bench::workloads::{self, WORKLOADS};
 use bench::BenchResult;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-/// The cluster lives in /dev/shm when it exists (as in tests/bench_compare.rs): on this
-/// machine's shared disk one fsync stall once outlasted a quick run's 1 s window, and the
-/// run failed with nothing measured (a pipeline test, not a measure of the disk).
-fn bench(args: &[&str]) -> (i32, String, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_leasecheck"));
-    cmd.arg("bench").args(args);
-    if Path::new("/dev/shm").is_dir() {
-        cmd.env("LEASECHECK_TMPDIR", "/dev/shm");
-    }
-    let out = cmd.output().expect("leasecheck runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// The one run directory under `out`.
-fn run_dir(out: &Path) -> PathBuf {
-    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
-        .expect("the out directory")
-        .map(|e| e.expect("an entry").path())
-        .collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    dirs[0].clone()
-}
+use common::{bench, only_dir};
 
 #[test]
 fn a_quick_run_measures_every_workload_and_writes_result_report_and_plots() {
@@ -41,7 +16,7 @@ fn a_quick_run_measures_every_workload_and_writes_result_report_and_plots() {
     let out_arg = out.path().to_str().expect("utf-8 path");
     let (code, stdout, stderr) = bench(&["--quick", "--clients", "1,4", "--out", out_arg]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
-    let dir = run_dir(out.path());
+    let dir = only_dir(out.path());
     let r = BenchResult::read(&dir).expect("result.json");
     assert!(r.quick);
     assert_eq!(r.major, 15);

@@ -1,9 +1,11 @@
-//! Helpers of the gate's CLI tests (gate_cli, gate_dsn).
+//! Helpers of the CLI tests (gate_cli, gate_dsn, bench_pipeline, bench_compare); each test
+//! binary uses some of them.
+#![allow(dead_code)]
 
 use harness::extension::{Mutant, MUTANTS};
 use model::mutation::Mutation;
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Exit status and output (stdout, then stderr) of `leasecheck ARGS`.
@@ -43,4 +45,33 @@ pub fn mutant(name: &str) -> &'static Mutant {
         .iter()
         .find(|m| m.name == name)
         .expect("a catalogued mutant")
+}
+
+/// Exit status, stdout and stderr of `leasecheck bench ARGS`. The cluster lives in /dev/shm
+/// when it exists: there a commit's fsync costs little and varies little, while on this
+/// machine's shared disk it moved the UPDATE floor between 0.3 and 3 ms from one run to the
+/// next (which would drown a 1 ms regression) and one stall outlasted a quick run's 1 s
+/// window (the run failed with nothing measured).
+pub fn bench(args: &[&str]) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_leasecheck"));
+    cmd.arg("bench").args(args);
+    if Path::new("/dev/shm").is_dir() {
+        cmd.env("LEASECHECK_TMPDIR", "/dev/shm");
+    }
+    let out = cmd.output().expect("leasecheck runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The one run directory a bench made under `out`.
+pub fn only_dir(out: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
+        .expect("the out directory")
+        .map(|e| e.expect("an entry").path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
 }
