@@ -281,6 +281,12 @@ pub enum Outcome {
         call: &'static str,
         detail: String,
     },
+    /// A call got no answer within its bound while the server was executing it (not
+    /// waiting for another transaction): the target hangs, a finding (liveness).
+    Hang {
+        call: &'static str,
+        detail: String,
+    },
     /// The campaign could not run or finish: not a finding about the target.
     Infrastructure(InfraError),
 }
@@ -294,6 +300,7 @@ impl Outcome {
             Outcome::Stall(_) => "stall",
             Outcome::Unknown(_) => "unknown",
             Outcome::Malformed { .. } => "malformed",
+            Outcome::Hang { .. } => "hang",
             Outcome::Infrastructure(_) => "infrastructure",
         }
     }
@@ -303,7 +310,10 @@ impl Outcome {
     pub fn exit_code(&self) -> i32 {
         match self {
             Outcome::Linearizable(_) => 0,
-            Outcome::Violation(_) | Outcome::Stall(_) | Outcome::Malformed { .. } => 1,
+            Outcome::Violation(_)
+            | Outcome::Stall(_)
+            | Outcome::Malformed { .. }
+            | Outcome::Hang { .. } => 1,
             Outcome::Unknown(_) | Outcome::Infrastructure(_) => 2,
         }
     }
@@ -338,6 +348,10 @@ impl fmt::Display for Outcome {
                 f,
                 "MALFORMED ANSWER: {call} answered outside the documented shape of pg_lease's \
                  API: {detail}"
+            ),
+            Outcome::Hang { call, detail } => write!(
+                f,
+                "HANG (liveness): {call} did not answer: {detail}; the target hangs"
             ),
             Outcome::Infrastructure(e) => write!(
                 f,
@@ -594,6 +608,7 @@ fn stopped_by(e: Stopped) -> Outcome {
         Stopped::Recorder(RecorderError::Malformed { call, detail }) => {
             Outcome::Malformed { call, detail }
         }
+        Stopped::Recorder(RecorderError::Hang { call, detail }) => Outcome::Hang { call, detail },
         Stopped::Recorder(other) => Outcome::Infrastructure(InfraError::Recorder(other)),
         Stopped::Task(e) => Outcome::Infrastructure(InfraError::Task(e)),
     }

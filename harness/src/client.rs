@@ -118,6 +118,15 @@ pub enum LeaseError {
         #[source]
         source: Option<tokio_postgres::Error>,
     },
+    /// The target's code raised an error its contract does not have (specs/SEMANTICS.md
+    /// section 7; [`Fate::OutsideContract`]): a finding about the target, not the harness's
+    /// bug. `context` names the target's routines the error was raised in.
+    #[error("the target raised {code} inside its code ({context}): {message}")]
+    OutsideContract {
+        code: String,
+        message: String,
+        context: String,
+    },
     /// The server answered something pg_lease never returns.
     #[error("unexpected result from pg_lease: {0}")]
     Unexpected(String),
@@ -134,7 +143,9 @@ impl LeaseError {
         match self {
             LeaseError::InvalidInput { .. } => Some(INVALID_PARAMETER_VALUE),
             LeaseError::WaitExhausted { .. } | LeaseError::Canceled { .. } => Some(QUERY_CANCELED),
-            LeaseError::Failed { code, .. } => Some(code),
+            LeaseError::Failed { code, .. } | LeaseError::OutsideContract { code, .. } => {
+                Some(code)
+            }
             LeaseError::OutcomeUnknown { source, .. } | LeaseError::HarnessBug { source, .. } => {
                 source.as_ref().and_then(|e| e.code()).map(|c| c.code())
             }
@@ -146,8 +157,16 @@ impl LeaseError {
 /// Classifies a tokio-postgres error by its fate ([`crate::fate::fate`]).
 pub fn classify(err: tokio_postgres::Error) -> LeaseError {
     let fate = crate::fate::fate(&err);
-    if let (Fate::Failed(failure), Some(db)) = (fate, err.as_db_error()) {
-        return refused(db, failure);
+    match (fate, err.as_db_error()) {
+        (Fate::Failed(failure), Some(db)) => return refused(db, failure),
+        (Fate::OutsideContract, Some(db)) => {
+            return LeaseError::OutsideContract {
+                code: db.code().code().to_string(),
+                message: db.message().to_string(),
+                context: crate::fate::target_frames(db),
+            }
+        }
+        _ => {}
     }
     let detail = describe(&err);
     without_answer(fate, detail, Some(err))
@@ -206,7 +225,7 @@ fn without_answer(fate: Fate, detail: String, source: Option<tokio_postgres::Err
         },
         // The table gives these only for a SQLSTATE, which a server's error
         // carries: an error judged so without one is not pg_lease's answer.
-        Fate::Ok | Fate::Failed(_) => {
+        Fate::Ok | Fate::Failed(_) | Fate::OutsideContract => {
             LeaseError::Unexpected(format!("{detail}, judged {fate} without a server error"))
         }
     }
@@ -389,8 +408,11 @@ fn get<'a, T: tokio_postgres::types::FromSql<'a>>(
     // A column that does not decode is pg_lease's answer not having its
     // documented shape (a NULL where none is allowed, another type): that is
     // what `Unexpected` reports, where `classify` would blame the harness.
-    row.try_get(idx)
-        .map_err(|e| LeaseError::Unexpected(describe(&e)))
+    row.try_get(idx).map_err(|e| {
+        LeaseError::Unexpected(
+            crate::contract::column_mismatch(row, idx, "the call").unwrap_or_else(|| describe(&e)),
+        )
+    })
 }
 
 /// `lease.acquire(key, owner, ttl, wait)`, keys and owners as they are.

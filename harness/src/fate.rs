@@ -9,7 +9,8 @@
 //!
 //! | kind | source | condition |
 //! | --- | --- | --- |
-//! | `Db` | the server's `DbError` | `Sql(code)` |
+//! | `Db` | the server's `DbError`, raised while a routine of the target ran | `InTarget(code)` |
+//! | `Db` | the server's `DbError`, any other | `Sql(code)` |
 //! | `Closed` | none | `ConnectionLost` |
 //! | `Io` (socket read or write), `Connect` (refused, connect timeout) | `io::Error` | `ConnectionLost` |
 //! | `Parse` (an unparsable message) | `io::Error` | `ConnectionLost` |
@@ -30,12 +31,29 @@
 //! so the judgement errs on the side of claiming less, and the pinned statements of this
 //! project never contain a NUL.
 
+//!
+//! **Where an error was raised.** The server's report says it: an error raised inside a
+//! function carries the function call stack as its context (`where`), innermost first, one
+//! line per frame (`PL/pgSQL function lease._take(text,text,interval,boolean) line 12 at
+//! SQL statement`, `SQL function "_text_bad" statement 1`). Every entry into pg_lease is a
+//! function of its schema `lease` (the API), so an error raised anywhere below one names
+//! it; the harness's own statements run no SQL-language function and their DO blocks show
+//! as `inline_code_block`. An error whose context names a routine of the target is
+//! [`Condition::InTarget`]; one without (a syntax error of the harness's statement, with
+//! its position in the statement's text; a parameter the server could not convert) is the
+//! statement's own, [`Condition::Sql`].
+
 use model::fate::{self, Condition, Fate};
+use tokio_postgres::error::DbError;
 
 /// The condition of the one fate table that `err` reports.
 pub fn condition(err: &tokio_postgres::Error) -> Condition<'_> {
     if let Some(db) = err.as_db_error() {
-        return Condition::Sql(db.code().code());
+        let code = db.code().code();
+        return match raised_in_target(db) {
+            true => Condition::InTarget(code),
+            false => Condition::Sql(code),
+        };
     }
     if err.is_closed() {
         return Condition::ConnectionLost;
@@ -44,6 +62,33 @@ pub fn condition(err: &tokio_postgres::Error) -> Condition<'_> {
         Some(source) if source.is::<std::io::Error>() => Condition::ConnectionLost,
         _ => Condition::DriverMisuse,
     }
+}
+
+/// Whether the server raised `db` while a routine of the target ran: a frame of its
+/// context names a function of schema `lease` or an SQL-language function.
+pub fn raised_in_target(db: &DbError) -> bool {
+    db.where_()
+        .is_some_and(|context| context.lines().any(names_a_target_routine))
+}
+
+/// One line of an error's context names a routine of the target.
+fn names_a_target_routine(frame: &str) -> bool {
+    frame.contains(" function lease.") || frame.trim_start().starts_with("SQL function \"")
+}
+
+/// The routine frames of `db`'s context that are the target's, innermost first, joined by
+/// ` <- ` (empty when there are none): where in the target the error was raised.
+pub fn target_frames(db: &DbError) -> String {
+    db.where_()
+        .map(|context| {
+            context
+                .lines()
+                .filter(|l| names_a_target_routine(l))
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" <- ")
+        })
+        .unwrap_or_default()
 }
 
 /// Whether the call that failed with `err` took effect.
@@ -93,6 +138,25 @@ mod tests {
         assert!(err.as_db_error().is_none());
         assert_eq!(condition(&err), Condition::ConnectionLost);
         assert_eq!(fate(&err), Fate::Unknown(UnknownCause::ConnectionLost));
+    }
+
+    #[test]
+    fn a_frame_of_schema_lease_or_an_sql_function_is_the_targets() {
+        for frame in [
+            "PL/pgSQL function lease._failure_status(text,text,bigint) line 9 at EXECUTE",
+            "PL/pgSQL function lease.acquire(text,text,interval,interval) line 12 at RAISE",
+            "SQL function \"_text_bad\" statement 1",
+        ] {
+            assert!(names_a_target_routine(frame), "{frame}");
+        }
+        // Negative controls: the harness's DO block, a function of another schema.
+        for frame in [
+            "PL/pgSQL function inline_code_block line 3 at PERFORM",
+            "PL/pgSQL function public.nemesis_slow_commit() line 1 at PERFORM",
+            "PL/pgSQL function evil.lease_like() line 1 at RETURN",
+        ] {
+            assert!(!names_a_target_routine(frame), "{frame}");
+        }
     }
 
     /// The driver's `Timeout` kind has no source and is not `Closed`; tokio-postgres never

@@ -9,10 +9,12 @@
 pub mod campaign;
 pub mod client;
 pub mod conformance;
+pub mod contract;
 pub mod extension;
 pub mod fate;
 pub mod fenced;
 pub mod installcheck;
+pub mod late;
 pub mod matrix;
 pub mod mutants;
 pub mod pg;

@@ -69,10 +69,16 @@ pub enum Setting {
     LockTimeout,
     /// `statement_timeout = '50ms'`.
     StatementTimeout,
+    /// `default_transaction_read_only = on`: every write is refused with 25006, reads
+    /// answer (specs/SEMANTICS.md section 7).
+    ReadOnly,
+    /// The sessions of one campaign in different TimeZones (UTC+14, UTC-12, UTC+5:30,
+    /// UTC), round robin: each stores and reads expiries under its own zone.
+    MixedTimeZones,
 }
 
 impl Setting {
-    pub const ALL: [Setting; 10] = [
+    pub const ALL: [Setting; 12] = [
         Setting::CollationOnArgument,
         Setting::CollationFromColumn,
         Setting::RepeatableRead,
@@ -83,6 +89,8 @@ impl Setting {
         Setting::PlantedSearchPath,
         Setting::LockTimeout,
         Setting::StatementTimeout,
+        Setting::ReadOnly,
+        Setting::MixedTimeZones,
     ];
 
     /// A short name for reports.
@@ -98,6 +106,8 @@ impl Setting {
             Setting::PlantedSearchPath => "search_path-planted",
             Setting::LockTimeout => "lock_timeout-5ms",
             Setting::StatementTimeout => "statement_timeout-50ms",
+            Setting::ReadOnly => "read-only",
+            Setting::MixedTimeZones => "timezones-mixed",
         }
     }
 
@@ -114,6 +124,10 @@ impl Setting {
         )
     }
 }
+
+/// The zones of [`Setting::MixedTimeZones`]: the two offsets furthest apart (26 hours),
+/// a half-hour one, and UTC.
+pub const MIXED_ZONES: [&str; 4] = ["Pacific/Kiritimati", "Etc/GMT+12", "Asia/Kolkata", "UTC"];
 
 impl fmt::Display for Setting {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -389,6 +403,20 @@ pub async fn plan(setting: Setting, cluster: &Cluster) -> Result<Plan, MatrixErr
             workload.txn_percent = 40;
             facts = "40% of turns a transaction; waits of 10, 50 and 250 ms".into();
         }
+        Setting::ReadOnly => {
+            session.settings = set(&[("default_transaction_read_only", "on")]);
+            facts = "every transaction READ ONLY: writes refused (25006), reads answer".into();
+        }
+        Setting::MixedTimeZones => {
+            session.rotation = MIXED_ZONES
+                .iter()
+                .map(|z| ("TimeZone".to_string(), z.to_string()))
+                .collect();
+            facts = format!(
+                "sessions in TimeZones {} (round robin): one campaign's leases written and judged in zones 26 hours apart",
+                MIXED_ZONES.join(", ")
+            );
+        }
     }
     if facts.is_empty() {
         facts = session.options();
@@ -521,12 +549,15 @@ impl Suite {
 }
 
 /// The version of pg_lease a row is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug)]
 pub enum Version {
     /// This checkout's pg_lease (0.2.0), installed as [`UNDER_TEST`].
     UnderTest,
     /// pg_lease 0.1.0 as released.
     V010,
+    /// Another build, installed under its own extension name: the gate's build under
+    /// test, a catalogued mutant. Judged as this checkout's pg_lease is.
+    Target(Target),
 }
 
 impl Version {
@@ -534,21 +565,59 @@ impl Version {
         match self {
             Version::UnderTest => Target::Renamed(UNDER_TEST),
             Version::V010 => Target::Version010,
+            Version::Target(t) => t,
         }
     }
 
-    pub fn extension(self) -> &'static str {
+    /// The extension name it is installed under.
+    pub fn extension(self) -> String {
         match self {
-            Version::UnderTest => UNDER_TEST,
-            Version::V010 => crate::extension::NAME_0_1_0,
+            Version::UnderTest => UNDER_TEST.to_string(),
+            Version::V010 => crate::extension::NAME_0_1_0.to_string(),
+            Version::Target(t) => t.files().map(|f| f.name).unwrap_or_default(),
         }
     }
 
-    pub fn label(self) -> &'static str {
+    pub fn label(self) -> String {
         match self {
-            Version::UnderTest => "pg_lease 0.2.0",
-            Version::V010 => "pg_lease 0.1.0",
+            Version::UnderTest => "pg_lease 0.2.0".to_string(),
+            Version::V010 => "pg_lease 0.1.0".to_string(),
+            Version::Target(t) => t.to_string(),
         }
+    }
+
+    /// Whether it must show each setting at work and be refused where 0.2.0 refuses (all
+    /// but 0.1.0, which the matrix only compares).
+    pub fn is_judged_as_0_2_0(self) -> bool {
+        !matches!(self, Version::V010)
+    }
+
+    fn rank(&self) -> (u8, String) {
+        match self {
+            Version::UnderTest => (0, String::new()),
+            Version::V010 => (1, String::new()),
+            Version::Target(t) => (2, t.to_string()),
+        }
+    }
+}
+
+impl PartialEq for Version {
+    fn eq(&self, other: &Version) -> bool {
+        self.rank() == other.rank()
+    }
+}
+
+impl Eq for Version {}
+
+impl PartialOrd for Version {
+    fn partial_cmp(&self, other: &Version) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Version {
+    fn cmp(&self, other: &Version) -> std::cmp::Ordering {
+        self.rank().cmp(&other.rank())
     }
 }
 
@@ -573,7 +642,7 @@ impl fmt::Display for Row {
             self.major,
             self.setting.name(),
             self.suite.name(),
-            self.version.map_or("-", |v| v.label()),
+            self.version.map_or_else(|| "-".to_string(), |v| v.label()),
             self.verdict.word(),
             self.figures,
             self.elapsed.as_secs_f64()
@@ -861,6 +930,31 @@ pub async fn control(
                 format!("a row-lock wait ended after {took:?} with {failed:?}"),
             )
         }
+        Setting::ReadOnly => {
+            let failed = failure(&s, "CREATE TABLE public.matrix_read_only_probe (i int)").await?;
+            bit(
+                matches!(&failed, Some((code, _)) if code == "25006"),
+                format!("CREATE TABLE in a session's transaction answered {failed:?}"),
+            )
+        }
+        Setting::MixedTimeZones => {
+            // Two more sessions under the rotation: their clocks print in other zones.
+            let config = cluster.config(&_db);
+            let mut shown = Vec::new();
+            for _ in 0..MIXED_ZONES.len() {
+                let c = plan
+                    .session
+                    .connect(&config)
+                    .await
+                    .map_err(db_error("connecting under the rotation"))?;
+                shown.push(text(&c, "SELECT pg_catalog.current_setting('TimeZone')", &[]).await?);
+            }
+            let distinct: BTreeSet<&String> = shown.iter().collect();
+            bit(
+                distinct.len() == MIXED_ZONES.len(),
+                format!("successive sessions run in TimeZones {shown:?}"),
+            )
+        }
         Setting::StatementTimeout => {
             let started = Instant::now();
             let failed = failure(&s, "SELECT pg_catalog.pg_sleep(2)").await?;
@@ -1033,6 +1127,14 @@ fn missing_evidence(setting: Setting, e: &Evidence, planted: Option<i64>) -> Opt
             None => Some("the planted runs could not be counted".into()),
         },
         Setting::SqlDateSqlStandardInterval | Setting::GermanDateIso8601Interval => None,
+        Setting::ReadOnly => (failed("25006") == 0 || e.answered == 0).then(|| {
+            format!(
+                "no write refused (25006) next to answered reads: {}",
+                e.failures_text()
+            )
+        }),
+        Setting::MixedTimeZones => (e.granted_keys.is_empty())
+            .then(|| "no lease was granted, so none was judged across zones".to_string()),
     }
 }
 
@@ -1043,7 +1145,7 @@ const EXERCISE_ATTEMPTS: u64 = 3;
 
 /// [`campaign`], again with the next seed (up to [`EXERCISE_ATTEMPTS`]) while it does not
 /// exercise the setting.
-async fn exercised_campaign(
+pub async fn exercised_campaign(
     plan: &Plan,
     cluster: &Cluster,
     version: Version,
@@ -1147,7 +1249,9 @@ pub async fn campaign(
             "undecided, never a pass: {}",
             report.outcome
         )),
-        campaign::Outcome::Malformed { .. } | campaign::Outcome::Stall(_) => {
+        campaign::Outcome::Malformed { .. }
+        | campaign::Outcome::Stall(_)
+        | campaign::Outcome::Hang { .. } => {
             Verdict::Finding(report.outcome.to_string())
         }
         campaign::Outcome::Violation(v) => Verdict::Finding(format!(
@@ -1173,13 +1277,56 @@ pub async fn campaign(
                 "planted objects ran {} times during the campaign (pg_lease or the recorder reached them)",
                 planted.unwrap_or_default()
             )),
-            Some(e) => match (version, missing_evidence(plan.setting, e, planted)) {
-                (Version::UnderTest, Some(missing)) => Verdict::NotExercised(missing),
+            Some(_) if version.is_judged_as_0_2_0() && !refusal_breaches(plan, history_of(&report)).is_empty() => {
+                Verdict::Finding(refusal_breaches(plan, history_of(&report)).join("\n"))
+            }
+            Some(e) => match (version.is_judged_as_0_2_0(), missing_evidence(plan.setting, e, planted)) {
+                (true, Some(missing)) => Verdict::NotExercised(missing),
                 _ => Verdict::Pass,
             },
         },
     };
     (verdict, figures)
+}
+
+/// The history a campaign report holds.
+fn history_of(report: &campaign::Report) -> Option<&History> {
+    report.history.as_ref()
+}
+
+/// Calls that answered where pg_lease must refuse (specs/SEMANTICS.md section 8): under a
+/// default isolation of REPEATABLE READ or SERIALIZABLE, every call outside a READ
+/// COMMITTED transaction must fail with 55000. At most three, as sentences.
+fn refusal_breaches(plan: &Plan, history: Option<&History>) -> Vec<String> {
+    let level = match plan.setting {
+        Setting::RepeatableRead => Isolation::RepeatableRead,
+        Setting::Serializable => Isolation::Serializable,
+        _ => return Vec::new(),
+    };
+    let Some(h) = history else {
+        return Vec::new();
+    };
+    let isolation: BTreeMap<model::TxnId, Isolation> =
+        h.txns.iter().map(|t| (t.id, t.isolation)).collect();
+    h.ops
+        .iter()
+        .filter(|o| matches!(o.result, OpResult::Ok(_)))
+        .filter(|o| {
+            o.txn
+                .map_or(level, |t| isolation.get(&t).copied().unwrap_or(level))
+                != Isolation::ReadCommitted
+        })
+        .take(3)
+        .map(|o| {
+            format!(
+                "{} answered {:?} in a {} transaction; specs/SEMANTICS.md section 8 requires \
+                 55000 (pg_lease needs READ COMMITTED)",
+                model::checker::describe_call(&o.call),
+                o.result,
+                level.sql().to_uppercase()
+            )
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1336,6 +1483,9 @@ pub enum Expect {
     /// It waits longer than the statement timeout by design: it must fail by the
     /// timeout's cancel (57014 `canceling statement due to statement timeout`).
     Cancelled,
+    /// It writes, in a READ ONLY session: it must fail by 25006 (a check that writes
+    /// nothing must pass).
+    WritesRefused,
     /// Not run, for this reason.
     NotRun(&'static str),
 }
@@ -1346,7 +1496,11 @@ const CHECK_WITHOUT_CALLS: &str = "functions_are_security_definer_volatile_with_
 /// What conformance check `check` must do under `setting`.
 pub fn expectation(setting: Setting, check: &str) -> Expect {
     match (setting, check) {
-        (Setting::RepeatableRead | Setting::Serializable, CHECK_WITHOUT_CALLS) => Expect::Pass,
+        (
+            Setting::RepeatableRead | Setting::Serializable | Setting::ReadOnly,
+            CHECK_WITHOUT_CALLS,
+        ) => Expect::Pass,
+        (Setting::ReadOnly, _) => Expect::WritesRefused,
         (Setting::RepeatableRead | Setting::Serializable, _) => Expect::Refused,
         (
             Setting::StatementTimeout,
@@ -1414,7 +1568,7 @@ pub async fn conformance(
     let report = match bounded(
         "the conformance suite",
         Duration::from_secs(300),
-        conformance::run_with(cluster, version.extension(), &plan.session, |n| {
+        conformance::run_with(cluster, &version.extension(), &plan.session, |n| {
             selected.contains(&n)
         }),
     )
@@ -1439,6 +1593,10 @@ pub async fn conformance(
             {
                 cancelled += 1
             }
+            (Err(Failure::Violation(why)), Expect::WritesRefused) if why.contains("25006") => {
+                refused += 1
+            }
+            (Ok(()), Expect::WritesRefused) => passed += 1,
             (Ok(()), Expect::Refused) => problems.push(format!(
                 "{}: ran and passed at {}; SEMANTICS section 8 requires every call to be refused (55000)",
                 o.name,
@@ -1486,6 +1644,12 @@ pub struct MatrixOptions {
     /// Settings run at the same time (their conformance suites mostly wait; campaigns run
     /// one at a time).
     pub parallel: usize,
+    /// The build under test (installed on the cluster under its extension name).
+    pub under_test: Version,
+    /// Also run pg_lease 0.1.0 under the settings it gets wrong (it must fail there).
+    pub compare_0_1_0: bool,
+    /// Run the conformance suite under each setting (else the control and the campaign).
+    pub conformance: bool,
 }
 
 impl Default for MatrixOptions {
@@ -1493,6 +1657,9 @@ impl Default for MatrixOptions {
         MatrixOptions {
             size: CampaignSize::default(),
             parallel: 3,
+            under_test: Version::UnderTest,
+            compare_0_1_0: true,
+            conformance: true,
         }
     }
 }
@@ -1500,7 +1667,7 @@ impl Default for MatrixOptions {
 /// Checks that `version` is what `CREATE EXTENSION` installs on `cluster`.
 pub async fn check_version(cluster: &Cluster, version: Version) -> Result<(), MatrixError> {
     let db = cluster
-        .fresh_database_with("matrix_version", version.extension())
+        .fresh_database_with("matrix_version", &version.extension())
         .await
         .map_err(pg_error(format!(
             "CREATE EXTENSION {}",
@@ -1510,13 +1677,13 @@ pub async fn check_version(cluster: &Cluster, version: Version) -> Result<(), Ma
         .connect(&db)
         .await
         .map_err(pg_error("connecting as the superuser"))?;
-    let found = crate::extension::installed_version(&c, version.extension())
+    let found = crate::extension::installed_version(&c, &version.extension())
         .await
         .map_err(db_error("reading extversion"))?;
     let expected = version.target().version();
     if found.as_deref() != Some(expected) {
         return Err(MatrixError::Version {
-            extension: version.extension().to_string(),
+            extension: version.extension(),
             expected,
             found,
         });
@@ -1548,9 +1715,10 @@ pub async fn run_major(
             seed: options.size.seed.wrapping_add(i as u64),
             ..options.size
         };
+        let options = MatrixOptions { size, ..options };
         tasks.spawn(async move {
             let _slot = slots.acquire_owned().await;
-            run_setting(major, setting, &cluster, size, &campaigns).await
+            run_setting(major, setting, &cluster, &options, &campaigns).await
         });
     }
     let mut rows = Vec::new();
@@ -1576,9 +1744,10 @@ async fn run_setting(
     major: u32,
     setting: Setting,
     cluster: &Cluster,
-    size: CampaignSize,
+    options: &MatrixOptions,
     campaigns: &tokio::sync::Semaphore,
 ) -> Vec<Row> {
+    let size = options.size;
     let row = |suite, version, verdict, figures, started: Instant| Row {
         major,
         setting,
@@ -1617,8 +1786,8 @@ async fn run_setting(
         Ok(Err(e)) | Err(e) => (Verdict::Infrastructure(e.to_string()), plan.facts.clone()),
     };
     rows.push(row(Suite::Control, None, verdict, figures, started));
-    let mut versions = vec![Version::UnderTest];
-    if setting.fixed_in_0_2_0() {
+    let mut versions = vec![options.under_test];
+    if options.compare_0_1_0 && setting.fixed_in_0_2_0() {
         versions.push(Version::V010);
     }
     for version in versions {
@@ -1635,7 +1804,8 @@ async fn run_setting(
             started,
         ));
         let only: Option<&[&str]> = match version {
-            Version::UnderTest => None,
+            _ if !options.conformance => continue,
+            Version::UnderTest | Version::Target(_) => None,
             Version::V010 if matches!(setting, Setting::RepeatableRead | Setting::Serializable) => {
                 Some(&V010_CONFORMANCE)
             }

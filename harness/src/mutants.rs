@@ -13,7 +13,11 @@
 //! - [`Kill::Stall`]: lock behaviour. Such a mutant answers as pg_lease does, only later,
 //!   and a late answer is linearizable, so the checker cannot see it in a history by
 //!   design; a stepped run sees the holder's call wait for a sleeping waiter's row lock
-//!   and reports a stall ([`crate::stepped::Stall`]).
+//!   and reports a stall ([`crate::stepped::Stall`]);
+//! - [`Kill::Finding`]: a bug whose finding is not a history verdict: an error raised
+//!   inside the target outside its contract, a call that hangs, a result column of another
+//!   type, a check of the conformance suite or the hostile-session matrix that fails; the
+//!   finding's text must name what broke (the kill's phrase).
 //!
 //! Every model mutation is in the catalogue ([`catalogue`]): with the SQL mutants that
 //! realise it, or as a [`ModelOnly`] entry saying why it has no SQL form and what kills it
@@ -28,7 +32,7 @@ mod judge;
 
 pub use catalogue::{MODEL_ONLY, MUTANTS, NO_INTERVAL_CAP};
 pub use hunt::{control, hunt, hunt_with, HuntOptions, HuntReport, Run, Status};
-pub use judge::{judge, judge_control, Judged};
+pub use judge::{judge, judge_control, judge_finding, Judged};
 
 use model::{Invariant, Mutation};
 use std::fmt;
@@ -45,6 +49,15 @@ pub enum Mode {
     /// Stepped plans from seeds ([`crate::stepped`]): one step at a time, a blocked step
     /// left waiting while the plan goes on, so lock waits last across other steps.
     Stepped,
+    /// The conformance checks its `caught_by` names, run against it (a check that fails
+    /// with a finding naming what broke kills it).
+    Checks,
+    /// A setting of the hostile-session matrix ([`crate::matrix::Setting`], by name): its
+    /// campaign and conformance suite under that setting.
+    Matrix(&'static str),
+    /// The time-read-late plans ([`crate::late`]): calls late in a long statement, and
+    /// writes that waited for a row lock across their lease's expiry.
+    Late,
     /// The named fault check of the fault-injection crate (`nemesis::checks`, a fault
     /// such as `crash`), whose negative control this mutant is: a crash, a cancel or a
     /// wake-up shows what no fault-free campaign can. The harness's hunts do not run it
@@ -59,22 +72,36 @@ impl Mode {
             Mode::Free => "free",
             Mode::Races => "race",
             Mode::Stepped => "stepped",
+            Mode::Checks => "checks",
+            Mode::Matrix(_) => "matrix",
+            Mode::Late => "late",
             Mode::Faults(_) => "faults",
         }
     }
 
-    /// Whether the harness's hunts run it (a history campaign, not a fault check).
+    /// Whether the harness's hunts run it (a campaign or a check of the harness, not a
+    /// fault check).
     pub fn is_campaign(self) -> bool {
         !matches!(self, Mode::Faults(_))
     }
 
-    /// The campaign modes, in the order reports list them.
-    pub const CAMPAIGNS: [Mode; 3] = [Mode::Free, Mode::Races, Mode::Stepped];
+    /// The campaign modes, in the order reports list them (a matrix mode is counted per
+    /// setting).
+    pub const CAMPAIGNS: [Mode; 5] = [
+        Mode::Free,
+        Mode::Races,
+        Mode::Stepped,
+        Mode::Checks,
+        Mode::Late,
+    ];
 
     /// Which run of this mode `seed` is, as a person reads it: `free seed 7`, `race plan 12`.
     pub fn run_label(self, seed: u64) -> String {
         match self {
             Mode::Races => format!("race plan {seed}"),
+            Mode::Checks => "its conformance checks".to_string(),
+            Mode::Matrix(setting) => format!("the matrix under {setting}"),
+            Mode::Late => format!("late plan {seed}"),
             mode => format!("{mode} seed {seed}"),
         }
     }
@@ -84,6 +111,7 @@ impl fmt::Display for Mode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Mode::Faults(fault) => write!(f, "the {fault} fault check"),
+            Mode::Matrix(setting) => write!(f, "matrix {setting}"),
             _ => f.write_str(self.name()),
         }
     }
@@ -103,6 +131,10 @@ pub enum Kill {
     BreaksEither(Invariant, Invariant),
     /// Lock behaviour a history cannot show: a stepped run must report a stall.
     Stall,
+    /// A finding that is not a history verdict (an answer outside the API: an error raised
+    /// inside the target outside its contract, a column of another type; a hang; a failed
+    /// conformance or matrix check), whose text contains this phrase: what broke.
+    Finding(&'static str),
 }
 
 impl Kill {
@@ -112,7 +144,7 @@ impl Kill {
             Kill::Realises(m) => m.expected().into_iter().collect(),
             Kill::Breaks(inv) => vec![inv],
             Kill::BreaksEither(a, b) => vec![a, b],
-            Kill::Stall => vec![],
+            Kill::Stall | Kill::Finding(_) => vec![],
         }
     }
 
@@ -137,6 +169,9 @@ impl Kill {
     /// What a killing finding is, as a person reads it.
     pub fn wanted(self) -> String {
         let invariants = self.invariants();
+        if let Kill::Finding(phrase) = self {
+            return format!("a finding naming {phrase:?}");
+        }
         if invariants.is_empty() {
             return "a stall (a row lock held across a blocking acquire's sleep)".to_string();
         }

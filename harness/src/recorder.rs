@@ -30,6 +30,7 @@
 //! Records stream to a JSON Lines file through [`model::history::jsonl::Writer`] on a thread of their own
 //! (file writes never block the async workers), which also keeps the in-memory [`History`].
 
+pub mod late;
 mod sql;
 mod store;
 
@@ -69,9 +70,15 @@ pub enum RecorderError {
         detail: String,
     },
     /// The target answered something its API never returns (a row count or a column shape
-    /// outside the contract). It cannot be written as an answer in history format v2.
+    /// outside the contract, an error its contract does not have, a catalog that declares
+    /// another API). It cannot be written as an answer in history format v2: a finding.
     #[error("{call} answered outside the documented shape of pg_lease's API: {detail}")]
     Malformed { call: &'static str, detail: String },
+    /// A call got no answer within the call timeout while the server was executing it (on
+    /// the CPU or sleeping, not waiting for another transaction's lock): the target hangs,
+    /// a finding (liveness).
+    #[error("{call} hangs: {detail}")]
+    Hang { call: &'static str, detail: String },
     /// The history could not be written or is not a valid history (a recorder bug).
     #[error(transparent)]
     Record(#[from] RecordError),
@@ -121,8 +128,10 @@ pub const RETRY_INTERVAL: Duration = Duration::from_millis(50);
 /// [`Recorder::finish`] ends the history.
 pub struct Recorder {
     clock: Instant,
-    /// The connection config with the session settings applied.
+    /// The connection config, without the session settings.
     config: tokio_postgres::Config,
+    /// The settings every connection gets (a rotating one per connection).
+    session: SessionSettings,
     collation: Option<Collated>,
     call_timeout: Duration,
     next_process: AtomicU32,
@@ -166,7 +175,8 @@ impl Recorder {
         let store = store::Store::open(options.history_file, options.meta)?;
         Ok(Recorder {
             clock: Instant::now(),
-            config: options.session.apply(&config),
+            config,
+            session: options.session.clone(),
             collation: options.session.collation,
             call_timeout: options.call_timeout,
             next_process: AtomicU32::new(1),
@@ -352,7 +362,7 @@ impl Recorder {
 
     /// A plain connection to the database (its driver task spawned).
     async fn open(&self) -> Result<Client, tokio_postgres::Error> {
-        let (client, connection) = self.config.connect(NoTls).await?;
+        let (client, connection) = self.session.apply(&self.config).connect(NoTls).await?;
         tokio::spawn(async move {
             // The connection's own error shows as the next call's error.
             let _ = connection.await;
@@ -418,10 +428,16 @@ impl Recorder {
             ),
             source: None,
         })?;
-        let (statements, backend_pid) = prepared.map_err(|e| match fate::fate(&e) {
-            Fate::HarnessBug(cause) => harness_bug("preparing the calls", cause, &e),
-            _ => connect_error(e),
-        })?;
+        let (statements, backend_pid) = match prepared {
+            Ok(prepared) => prepared,
+            Err(e) => match fate::fate(&e) {
+                Fate::HarnessBug(cause) => {
+                    let bug = harness_bug("preparing the calls", cause, &e);
+                    return Err(self.attribute_bug("preparing the calls", bug).await);
+                }
+                _ => return Err(connect_error(e)),
+            },
+        };
         Ok(Conn {
             cancel: client.cancel_token(),
             client,
@@ -430,6 +446,46 @@ impl Recorder {
             statements,
             generation,
         })
+    }
+
+    /// A harness bug the fate table gave for a call of the API (the server refused the
+    /// statement's SQL, or a column did not decode), attributed: when the build's catalog
+    /// declares another API than the contract ([`crate::contract::differences`], on a fresh
+    /// connection), the statement was the harness's plain call of the documented API and
+    /// the build is at fault (a finding, [`RecorderError::Malformed`]); else it stays the
+    /// harness's bug.
+    async fn attribute_bug(&self, call: &'static str, bug: RecorderError) -> RecorderError {
+        let probe = async {
+            let client = self.open().await.ok()?;
+            crate::contract::differences(&client).await.ok()
+        };
+        match tokio::time::timeout(self.call_timeout, probe).await {
+            Ok(Some(differences)) if !differences.is_empty() => RecorderError::Malformed {
+                call,
+                detail: format!(
+                    "the harness's call of the documented API failed ({bug}) because the build \
+                     declares another API: {}",
+                    differences.join("; ")
+                ),
+            },
+            _ => bug,
+        }
+    }
+
+    /// What backend `pid` is doing when the server is executing its statement itself (on
+    /// the CPU or in a sleep, not waiting for a lock, a client or I/O): its state, wait
+    /// event and running time; `None` when it is not, or the server cannot say (asked on a
+    /// fresh connection, within the call timeout).
+    pub async fn executing(&self, pid: i32) -> Option<String> {
+        let ask = async {
+            let client = self.open().await.ok()?;
+            let row = client.query_opt(EXECUTING, &[&pid]).await.ok().flatten()?;
+            row.try_get::<_, String>(0).ok()
+        };
+        tokio::time::timeout(self.call_timeout, ask)
+            .await
+            .ok()
+            .flatten()
     }
 
     /// The fate of the transaction `xid` as the server tells it on a fresh connection:
@@ -594,13 +650,32 @@ impl Session {
         let id: OpId = self.recorder.next_op.fetch_add(1, Ordering::Relaxed);
         let answered = tokio::time::timeout(self.recorder.call_timeout, sql::call(conn, op)).await;
         let complete = self.recorder.now();
+        let call = sql::call_name(op);
         let (server, result, xid) = match answered {
             Ok(Ok(answer)) => (answer.server, OpResult::Ok(answer.outcome), answer.xid),
             Ok(Err(sql::CallError::Malformed { call, detail })) => {
                 return Err(RecorderError::Malformed { call, detail })
             }
-            Ok(Err(sql::CallError::Db(e))) => (None, failed_result(&e, "a call")?, None),
+            Ok(Err(sql::CallError::Db(e))) => match failed_result(&e, call) {
+                Ok(result) => (None, result, None),
+                Err(bug @ RecorderError::HarnessBug { .. }) => {
+                    return Err(self.recorder.attribute_bug(call, bug).await)
+                }
+                Err(other) => return Err(other),
+            },
             Err(_) => {
+                let backend = conn.backend_pid;
+                if let Some(detail) = self.recorder.executing(backend).await {
+                    self.cancel_and_retire().await;
+                    return Err(RecorderError::Hang {
+                        call,
+                        detail: format!(
+                            "no answer within the call timeout of {:?} while the server was \
+                             executing it ({detail})",
+                            self.recorder.call_timeout
+                        ),
+                    });
+                }
                 self.cancel_and_retire().await;
                 (None, self.timed_out_result(), None)
             }
@@ -647,7 +722,9 @@ impl Session {
                 }
                 // BEGIN has no lease semantics: a refusal is the harness's doing.
                 Fate::HarnessBug(cause) => Err(harness_bug("BEGIN", cause, &e)),
-                Fate::Failed(_) | Fate::Ok => Err(harness_bug("BEGIN", BugCause::BadSql, &e)),
+                Fate::Failed(_) | Fate::Ok | Fate::OutsideContract => {
+                    Err(harness_bug("BEGIN", BugCause::BadSql, &e))
+                }
             },
             Answered::TimedOut => Ok(Begun::Lost),
         }
@@ -675,6 +752,14 @@ impl Session {
                     self.resolve(&txn).await
                 }
                 Fate::HarnessBug(cause) => return Err(harness_bug("COMMIT", cause, &e)),
+                // The target's code runs at COMMIT too (a deferred trigger on its table).
+                Fate::OutsideContract => {
+                    self.record_end(&txn, TxnEnd::Rollback, end_invoke)?;
+                    return Err(RecorderError::Malformed {
+                        call: "COMMIT",
+                        detail: e.as_db_error().map(outside_contract).unwrap_or_default(),
+                    });
+                }
             },
             Answered::TimedOut => self.resolve(&txn).await,
         };
@@ -816,18 +901,51 @@ impl Session {
     }
 }
 
-/// The result of a call that failed with `e`, by the fate table.
+/// A backend executing its statement itself: active, on the CPU (no wait event) or in a
+/// timed sleep (`pg_sleep`, a wait event of type `Timeout`), with what it runs. A backend
+/// waiting for a lock, a client, I/O or IPC is not: something else holds it up.
+pub const EXECUTING: &str = "SELECT pg_catalog.format('backend %s %s for %s s, wait event %s, running: %s', \
+     pid, state, round(extract(epoch FROM pg_catalog.clock_timestamp() - query_start)::numeric, 1), \
+     coalesce(wait_event_type || ':' || wait_event, 'none (on the CPU)'), \
+     pg_catalog.left(query, 300)) \
+     FROM pg_catalog.pg_stat_activity \
+     WHERE pid = $1 AND state = 'active' \
+       AND (wait_event_type IS NULL OR wait_event_type = 'Timeout')";
+
+/// The result of a call `what` that failed with `e`, by the fate table: a definite failure
+/// or an unknown outcome is recorded; an error the target raised outside its contract is a
+/// finding ([`RecorderError::Malformed`]); the harness's bug stops the run.
 fn failed_result(e: &tokio_postgres::Error, what: &'static str) -> Result<OpResult, RecorderError> {
     match (fate::fate(e), e.as_db_error()) {
         (Fate::Failed(_), Some(db)) => Ok(OpResult::Fail {
             sqlstate: db.code().code().to_string(),
             message: db.message().to_string(),
         }),
+        (Fate::OutsideContract, Some(db)) => Err(RecorderError::Malformed {
+            call: what,
+            detail: outside_contract(db),
+        }),
         (Fate::HarnessBug(cause), _) => Err(harness_bug(what, cause, e)),
         // Unknown, or (never from the table) a failure without a SQLSTATE or a success
         // class as an error: no answer either way.
         _ => Ok(unknown(describe(e))),
     }
+}
+
+/// An error the target raised outside its contract, for people: code, message, detail and
+/// where in the target.
+pub fn outside_contract(db: &tokio_postgres::error::DbError) -> String {
+    let detail = db
+        .detail()
+        .map(|d| format!(" (DETAIL: {d})"))
+        .unwrap_or_default();
+    format!(
+        "it raised SQLSTATE {} inside the target's code ({}): {}{detail}; a call answered an \
+         error outside the contract (specs/SEMANTICS.md section 7, invariant 9)",
+        db.code().code(),
+        fate::target_frames(db),
+        db.message()
+    )
 }
 
 fn unknown(reason: String) -> OpResult {

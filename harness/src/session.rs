@@ -11,8 +11,15 @@
 //! - [`SessionSettings::setup`]: SQL the superuser runs once in each new database, without
 //!   the settings, before any session connects (the objects the settings name: a collation,
 //!   a schema on the search_path).
+//! - [`SessionSettings::rotation`]: settings that differ between the sessions of one run:
+//!   the n-th connection opened under these settings (counted over the process) starts
+//!   with the n-th of them, round robin (e.g. sessions in different TimeZones).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio_postgres::{Client, Config, NoTls};
+
+/// Connections opened under settings with a rotation, over the process.
+static OPENED: AtomicUsize = AtomicUsize::new(0);
 
 /// Where a key or owner argument gets its collation from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +49,8 @@ pub struct SessionSettings {
     pub collation: Option<Collated>,
     /// SQL run by the superuser in each new database before sessions connect.
     pub setup: Vec<String>,
+    /// `(name, value)`: one of them per connection, round robin, beside `settings`.
+    pub rotation: Vec<(String, String)>,
 }
 
 impl SessionSettings {
@@ -52,7 +61,10 @@ impl SessionSettings {
 
     /// True when sessions run as they would without these settings.
     pub fn is_empty(&self) -> bool {
-        self.settings.is_empty() && self.collation.is_none() && self.setup.is_empty()
+        self.settings.is_empty()
+            && self.collation.is_none()
+            && self.setup.is_empty()
+            && self.rotation.is_empty()
     }
 
     /// The startup options (`-c name=value ...`) the settings amount to, escaped as the
@@ -66,17 +78,27 @@ impl SessionSettings {
             .join(" ")
     }
 
-    /// `config` with the settings added to its startup options.
+    /// `config` with the settings added to its startup options (and, with a rotation,
+    /// the next connection's rotating setting).
     pub fn apply(&self, config: &Config) -> Config {
         let mut config = config.clone();
-        if self.settings.is_empty() {
+        let mut options = self.options();
+        if !self.rotation.is_empty() {
+            let n = OPENED.fetch_add(1, Ordering::Relaxed) % self.rotation.len();
+            let (name, value) = &self.rotation[n];
+            let one = format!("-c {}={}", escape(name), escape(value));
+            options = [options, one]
+                .into_iter()
+                .filter(|o| !o.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ");
+        }
+        if options.is_empty() {
             return config;
         }
         let options = match config.get_options() {
-            Some(existing) if !existing.trim().is_empty() => {
-                format!("{existing} {}", self.options())
-            }
-            _ => self.options(),
+            Some(existing) if !existing.trim().is_empty() => format!("{existing} {options}"),
+            _ => options,
         };
         config.options(&options);
         config
@@ -115,6 +137,7 @@ impl SessionSettings {
                 },
             })),
             "setup": self.setup,
+            "rotation": self.rotation.iter().map(|(n, v)| serde_json::json!([n, v])).collect::<Vec<_>>(),
         })
     }
 }

@@ -70,7 +70,9 @@ impl Fault {
     /// Extracts the fault from a driver error.
     pub fn of(err: &tokio_postgres::Error) -> Fault {
         match harness::fate::condition(err) {
-            Condition::Sql(code) => Fault::Sql(SqlState::from_code(code)),
+            Condition::Sql(code) | Condition::InTarget(code) => {
+                Fault::Sql(SqlState::from_code(code))
+            }
             Condition::ConnectionLost if err.is_closed() => Fault::Closed,
             Condition::ConnectionLost => Fault::Io,
             Condition::ClientTimeout => Fault::Timeout(None),

@@ -21,6 +21,19 @@
 //! | connection closed, socket error, broken protocol stream | unknown |
 //! | client timeout, call abandoned by the client | unknown |
 //! | driver programming error (bad parameter type, wrong column, bad row count) | harness bug |
+//!
+//! **Attribution.** The rows above are for an error raised by the caller's own statement
+//! ([`Condition::Sql`]): its text, parameters or protocol use. An error raised while the
+//! server ran the target's code ([`Condition::InTarget`]: the error's context names a
+//! routine of the target) is judged by the target's contract (specs/SEMANTICS.md section 7)
+//! instead, and is never the caller's bug:
+//!
+//! | raised inside the target | fate |
+//! | --- | --- |
+//! | a contract error: 22023, 57014, 55P03, 55000, 40001, 40P01, 25006 ([`CONTRACT_ERRORS`]) | as above (failed) |
+//! | the session or connection ended (class 08, 57P01-57P05, 25P03, 40003) | unknown |
+//! | the machine (class 53 resources, 58 system error, XX internal error) | failed |
+//! | any other SQLSTATE (a syntax error of SQL the target built, a unique violation, an overflow, ...) | outside the contract: a finding about the target |
 
 use std::fmt;
 
@@ -32,11 +45,32 @@ pub const QUERY_CANCELED: &str = "57014";
 /// cancel or `statement_timeout` never has this message.
 pub const WAIT_EXHAUSTED_PREFIX: &str = "lease.acquire: wait of ";
 
+/// The SQLSTATEs a valid or invalid call of pg_lease may answer from inside its code
+/// (specs/SEMANTICS.md section 7): invalid input, a cancel, a statement or lock timeout,
+/// the refusal outside READ COMMITTED, a serialization failure or deadlock of the caller's
+/// transaction, a write in a READ ONLY transaction.
+pub const CONTRACT_ERRORS: [&str; 7] = [
+    INVALID_PARAMETER_VALUE,
+    QUERY_CANCELED,
+    "55P03",
+    "55000",
+    "40001",
+    "40P01",
+    READ_ONLY_TRANSACTION,
+];
+
+/// SQLSTATE 25006: a write in a READ ONLY transaction.
+pub const READ_ONLY_TRANSACTION: &str = "25006";
+
 /// Why a call failed, as far as the fate is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Condition<'a> {
-    /// The server reported this SQLSTATE.
+    /// The server reported this SQLSTATE for the caller's own statement: no routine of
+    /// the target was running when it was raised (its context names none).
     Sql(&'a str),
+    /// The server reported this SQLSTATE while it ran the target's code: the error's
+    /// context names a routine of the target. Never the caller's bug.
+    InTarget(&'a str),
     /// The connection closed, a socket read or write failed, or the protocol stream broke,
     /// after the call was sent.
     ConnectionLost,
@@ -61,6 +95,10 @@ pub enum Fate {
     Unknown(UnknownCause),
     /// The calling code is wrong (bad SQL, bad types): neither an answer nor a fault.
     HarnessBug(BugCause),
+    /// The target's code raised an error its contract does not have (specs/SEMANTICS.md
+    /// section 7): the statement did not take effect, and that answer is a finding about
+    /// the target (a valid call answered an error, invariant 9).
+    OutsideContract,
 }
 
 /// Details of a definite failure.
@@ -103,6 +141,7 @@ impl fmt::Display for Fate {
             Fate::Failed(Failure { transient: false }) => f.write_str("failed"),
             Fate::Unknown(c) => write!(f, "unknown ({c:?})"),
             Fate::HarnessBug(c) => write!(f, "harness bug ({c:?})"),
+            Fate::OutsideContract => f.write_str("an error outside the target's contract"),
         }
     }
 }
@@ -126,6 +165,7 @@ impl Fate {
 pub fn of(condition: Condition<'_>) -> Fate {
     match condition {
         Condition::Sql(code) => of_sqlstate(code),
+        Condition::InTarget(code) => raised_in_target(code),
         Condition::ConnectionLost => Fate::Unknown(UnknownCause::ConnectionLost),
         Condition::ClientTimeout => Fate::Unknown(UnknownCause::ClientTimeout),
         Condition::Abandoned => Fate::Unknown(UnknownCause::Abandoned),
@@ -153,6 +193,20 @@ pub fn of_sqlstate(code: &str) -> Fate {
         (_, "42501") => failed(false),
         ("42", _) | (_, "0A000") => Fate::HarnessBug(BugCause::BadSql),
         _ => failed(false),
+    }
+}
+
+/// The fate of SQLSTATE `code` raised while the target's code ran: its contract errors,
+/// an ended session and the machine's own errors as for any statement; anything else is
+/// outside the contract (never the caller's bad SQL: the caller's text was accepted).
+pub fn raised_in_target(code: &str) -> Fate {
+    let class = code.get(..2).unwrap_or("");
+    let fate = of_sqlstate(code);
+    let machine = matches!(class, "53" | "58" | "XX");
+    match fate {
+        Fate::Unknown(_) | Fate::Ok => fate,
+        _ if machine || CONTRACT_ERRORS.contains(&code) => fate,
+        _ => Fate::OutsideContract,
     }
 }
 
@@ -216,6 +270,36 @@ mod tests {
             of_sqlstate("42501"),
             Fate::Failed(Failure { transient: false })
         );
+    }
+
+    /// The same SQLSTATE is the caller's bug from its own statement and a finding from
+    /// inside the target; contract errors, ended sessions and the machine's errors keep
+    /// their fate wherever they were raised.
+    #[test]
+    fn an_error_raised_inside_the_target_is_judged_by_its_contract() {
+        assert_eq!(
+            of(Condition::Sql("42601")),
+            Fate::HarnessBug(BugCause::BadSql)
+        );
+        assert_eq!(of(Condition::InTarget("42601")), Fate::OutsideContract);
+        for code in [
+            "23505", "22003", "54000", "22008", "42883", "0A000", "42501",
+        ] {
+            assert_eq!(
+                of(Condition::InTarget(code)),
+                Fate::OutsideContract,
+                "{code}"
+            );
+        }
+        for code in CONTRACT_ERRORS {
+            assert_eq!(of(Condition::InTarget(code)), of_sqlstate(code), "{code}");
+            assert!(matches!(of_sqlstate(code), Fate::Failed(_)), "{code}");
+        }
+        for code in ["08006", "57P01", "40003", "53200", "58030", "XX000"] {
+            assert_eq!(of(Condition::InTarget(code)), of_sqlstate(code), "{code}");
+        }
+        assert!(!Fate::OutsideContract.is_unknown());
+        assert!(!Fate::OutsideContract.is_retryable());
     }
 
     #[test]

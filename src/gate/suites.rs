@@ -340,7 +340,7 @@ fn judged(
             r.invariant = Some(v.invariant.to_string());
             r
         }
-        Outcome::Stall(_) | Outcome::Malformed { .. } => {
+        Outcome::Stall(_) | Outcome::Malformed { .. } | Outcome::Hang { .. } => {
             CheckResult::failed(name, outcome.to_string(), elapsed)
         }
         Outcome::Unknown(_) | Outcome::Infrastructure(_) => {

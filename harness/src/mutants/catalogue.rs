@@ -4,6 +4,9 @@
 use super::{Kill, Mode, ModelOnly, Mutant};
 use model::{Invariant, Mutation};
 
+mod contract_breaks;
+use contract_breaks::*;
+
 const FREE: &[Mode] = &[Mode::Free, Mode::Races, Mode::Stepped];
 const STEPPED: &[Mode] = &[Mode::Stepped];
 const STEPPED_FIRST: &[Mode] = &[Mode::Races, Mode::Stepped, Mode::Free];
@@ -500,6 +503,20 @@ BEGIN
         hunt: &[Mode::Faults("wait-wake")],
         caught_by: &[],
     },
+    // ---- Beyond a history verdict: errors outside the contract, leaked settings, hangs,
+    // column types, swallowed errors, the input domain, late clocks, late wake-ups --------
+    STATUS_LOOKUP_INJECTS_KEY,
+    ACQUIRE_LEAKS_SYNCHRONOUS_COMMIT_OFF,
+    RENEW_SPINS_ON_A_FREE_KEY,
+    EPOCH_COLUMN_IS_INTEGER,
+    EXPIRES_AT_WITHOUT_TIME_ZONE,
+    BLOCKING_ATTEMPT_SWALLOWS_ERRORS,
+    EMPTY_CHECK_TRIMS_BLANKS,
+    POSITIVE_BEFORE_NEGATIVE_FIELD,
+    FIRST_GRANT_DATED_AT_STATEMENT_START,
+    LOCK_LIVE_READS_CLOCK_BEFORE_LOCK,
+    WAIT_OVERSLEEPS_ITS_DEADLINE,
+    WAIT_OVERSLEEPS_THE_EXPIRY,
 ];
 
 /// The model mutations without a SQL mutant.

@@ -6,6 +6,8 @@
 //! A campaign that ends as an infrastructure failure (the mutant failed to install, a hang,
 //! a harness error) ends the hunt as such: it is reported, never counted as a kill.
 
+mod checks;
+
 use super::{judge, judge_control, Judged, Kill, Mode, Mutant};
 use crate::campaign::{self, Campaign, Figures, InfraError, Length, Outcome, Silent, Target};
 use crate::pg::Cluster;
@@ -75,6 +77,8 @@ impl HuntOptions {
             Mode::Free => self.free_campaigns,
             Mode::Races => stepped::race_plans().map_or(0, |p| p.len() as u64),
             Mode::Stepped => self.stepped_plans,
+            Mode::Checks | Mode::Matrix(_) => 1,
+            Mode::Late => crate::late::plans().len() as u64,
             Mode::Faults(_) => 0,
         }
     }
@@ -84,7 +88,7 @@ impl HuntOptions {
         match mode {
             Mode::Free => self.free_seed.wrapping_add(k),
             Mode::Stepped => self.stepped_seed.wrapping_add(k),
-            Mode::Races | Mode::Faults(_) => k,
+            Mode::Races | Mode::Checks | Mode::Matrix(_) | Mode::Late | Mode::Faults(_) => k,
         }
     }
 }
@@ -153,8 +157,15 @@ impl HuntReport {
     /// Campaigns run per mode, as [`control`] takes them: the control of a set of hunts
     /// runs the most any of them ran, so every seed any hunt used.
     pub fn campaigns_run(reports: &[HuntReport]) -> Vec<(Mode, u64)> {
+        let matrix: std::collections::BTreeSet<Mode> = reports
+            .iter()
+            .flat_map(|r| &r.runs)
+            .map(|r| r.mode)
+            .filter(|m| matches!(m, Mode::Matrix(_)))
+            .collect();
         Mode::CAMPAIGNS
             .into_iter()
+            .chain(matrix)
             .map(|mode| {
                 let most = reports.iter().map(|r| r.runs_of(mode)).max().unwrap_or(0);
                 (mode, most as u64)
@@ -343,7 +354,9 @@ impl<'c> Campaigns<'c> {
         options: &'c HuntOptions,
     ) -> Campaigns<'c> {
         let (stage, mut stage_error) = match mode {
-            Mode::Free | Mode::Faults(_) => (None, None),
+            Mode::Free | Mode::Checks | Mode::Matrix(_) | Mode::Late | Mode::Faults(_) => {
+                (None, None)
+            }
             Mode::Races | Mode::Stepped => match Stage::new(cluster, target).await {
                 Ok(stage) => (Some(stage), None),
                 Err(e) => (None, Some(e)),
@@ -373,6 +386,23 @@ impl<'c> Campaigns<'c> {
     async fn run(&mut self, k: u64, kill: Option<Kill>) -> Run {
         let seed = self.options.seed(self.mode, k);
         let started = Instant::now();
+        if let Some((judged, verdict)) =
+            checks::run(self.cluster, self.target, self.mode, kill).await
+        {
+            return Run {
+                mode: self.mode,
+                seed,
+                outcome: judged.outcome_name(),
+                verdict: first_line(&verdict).to_string(),
+                invariant: None,
+                diagnosis: None,
+                judged,
+                ops: 0,
+                ops_per_s: 0.0,
+                check_time: Duration::ZERO,
+                elapsed: started.elapsed(),
+            };
+        }
         let (outcome, figures) = match self.mode {
             Mode::Free => self.free(seed).await,
             Mode::Races => match self.races.get(seed as usize).cloned() {
@@ -386,6 +416,27 @@ impl<'c> Campaigns<'c> {
                 Ok(plan) => self.plan(&plan, seed).await,
                 Err(e) => (Outcome::Infrastructure(e.into()), Figures::default()),
             },
+            Mode::Late => match crate::late::plans().get(seed as usize) {
+                Some(plan) => {
+                    let report = crate::late::run(
+                        self.cluster,
+                        self.target,
+                        plan,
+                        self.options.call_timeout,
+                    )
+                    .await;
+                    (report.outcome, report.figures)
+                }
+                None => (
+                    Outcome::Infrastructure(InfraError::Task(format!("no late plan {seed}"))),
+                    Figures::default(),
+                ),
+            },
+            // Judged by `checks::run` above.
+            Mode::Checks | Mode::Matrix(_) => (
+                Outcome::Infrastructure(InfraError::Task("a check run is not a campaign".into())),
+                Figures::default(),
+            ),
             // Never reached: hunts and controls run campaign modes only.
             Mode::Faults(fault) => (
                 Outcome::Infrastructure(InfraError::Task(format!(

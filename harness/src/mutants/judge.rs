@@ -29,6 +29,37 @@ impl Judged {
     pub fn is_kill(&self) -> bool {
         *self == Judged::Killed
     }
+
+    /// A short name of what a check run (not a history) ended in.
+    pub fn outcome_name(&self) -> &'static str {
+        match self {
+            Judged::Killed | Judged::OtherInvariant(_) | Judged::OtherFinding(_) => "finding",
+            Judged::Survived => "passed",
+            Judged::Unknown => "unknown",
+            Judged::Infrastructure => "infrastructure",
+        }
+    }
+}
+
+/// Whether a check's finding, `text`, kills a mutant that `kill` describes: it names the
+/// kill's phrase, or one of its invariants (as the checker prints it). For the control
+/// (`None`, pg_lease) any finding is one about pg_lease.
+pub fn judge_finding(kill: Option<Kill>, text: &str) -> Judged {
+    let Some(kill) = kill else {
+        return Judged::OtherFinding("a failed check");
+    };
+    let named = match kill {
+        Kill::Finding(phrase) => text.contains(phrase),
+        _ => kill
+            .invariants()
+            .iter()
+            .any(|inv| text.contains(&inv.to_string())),
+    };
+    if named {
+        Judged::Killed
+    } else {
+        Judged::OtherFinding("a failed check naming something else")
+    }
 }
 
 impl fmt::Display for Judged {
@@ -48,16 +79,25 @@ impl fmt::Display for Judged {
 
 /// Whether `outcome` kills a mutant that `kill` describes.
 pub fn judge(kill: Kill, outcome: &Outcome) -> Judged {
-    match outcome {
-        Outcome::Violation(v) if kill.named_by(v.invariant) => Judged::Killed,
-        Outcome::Violation(_) if kill == Kill::Stall => Judged::OtherFinding("violation"),
-        Outcome::Violation(v) => Judged::OtherInvariant(v.invariant),
-        Outcome::Stall(_) if kill == Kill::Stall => Judged::Killed,
-        Outcome::Stall(_) => Judged::OtherFinding("stall"),
-        Outcome::Malformed { .. } => Judged::OtherFinding("malformed answer"),
-        Outcome::Linearizable(_) => Judged::Survived,
-        Outcome::Unknown(_) => Judged::Unknown,
-        Outcome::Infrastructure(_) => Judged::Infrastructure,
+    let names = |phrase: &str| outcome.to_string().contains(phrase);
+    match (outcome, kill) {
+        (Outcome::Violation(v), _) if kill.named_by(v.invariant) => Judged::Killed,
+        (Outcome::Violation(_), Kill::Stall | Kill::Finding(_)) => {
+            Judged::OtherFinding("violation")
+        }
+        (Outcome::Violation(v), _) => Judged::OtherInvariant(v.invariant),
+        (Outcome::Stall(_), Kill::Stall) => Judged::Killed,
+        (Outcome::Stall(_), _) => Judged::OtherFinding("stall"),
+        (Outcome::Malformed { .. } | Outcome::Hang { .. }, Kill::Finding(phrase))
+            if names(phrase) =>
+        {
+            Judged::Killed
+        }
+        (Outcome::Malformed { .. }, _) => Judged::OtherFinding("malformed answer"),
+        (Outcome::Hang { .. }, _) => Judged::OtherFinding("hang"),
+        (Outcome::Linearizable(_), _) => Judged::Survived,
+        (Outcome::Unknown(_), _) => Judged::Unknown,
+        (Outcome::Infrastructure(_), _) => Judged::Infrastructure,
     }
 }
 
@@ -71,6 +111,7 @@ pub fn judge_control(outcome: &Outcome) -> Judged {
         Outcome::Violation(v) => Judged::OtherInvariant(v.invariant),
         Outcome::Stall(_) => Judged::OtherFinding("stall"),
         Outcome::Malformed { .. } => Judged::OtherFinding("malformed answer"),
+        Outcome::Hang { .. } => Judged::OtherFinding("hang"),
     }
 }
 

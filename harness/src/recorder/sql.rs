@@ -12,7 +12,7 @@ use tokio_postgres::{Client, Statement};
 /// An interval passed exactly, field by field, from three parameters starting at `$n`:
 /// months, days, microseconds (split into whole seconds and the rest so that the float
 /// factor of `interval * float8` is exact for every `bigint`). NULL fields give NULL.
-fn interval(n: usize) -> String {
+pub(super) fn interval(n: usize) -> String {
     let (m, d, us) = (n, n + 1, n + 2);
     format!(
         "(${m}::int * interval '1 month' + ${d}::int * interval '1 day' \
@@ -24,7 +24,7 @@ fn interval(n: usize) -> String {
 /// The transaction id, once assigned (NULL before the transaction wrote). Every function
 /// the recorder calls itself is qualified: a session's search_path may put same-named
 /// functions before pg_catalog (specs/SEMANTICS.md section 10).
-const XID: &str = "pg_catalog.pg_current_xact_id_if_assigned()::text";
+pub(super) const XID: &str = "pg_catalog.pg_current_xact_id_if_assigned()::text";
 /// The server time before the call (set when the server received the statement).
 const T0: &str = "pg_catalog.statement_timestamp()";
 /// The server time after the call returned.
@@ -138,6 +138,32 @@ fn fields(i: &Option<Interval>) -> Fields {
     }
 }
 
+/// The API function `op` calls, as reports name it.
+pub(super) fn call_name(op: &Op<String, String>) -> &'static str {
+    match op {
+        Op::Acquire { .. } => "lease.acquire",
+        Op::Renew { .. } => "lease.renew",
+        Op::Release { .. } => "lease.release",
+        Op::Inspect { .. } => "lease.inspect",
+        Op::Expire { .. } => "expire",
+    }
+}
+
+/// Column `idx` of `row` (an answer of `call`) as `T`: a column whose type is not the
+/// contract's is the build's answer outside its API ([`CallError::Malformed`]); any other
+/// decoding error is the driver's (judged by the fate table: the harness's bug).
+fn column<'a, T: tokio_postgres::types::FromSql<'a>>(
+    row: &'a tokio_postgres::Row,
+    idx: usize,
+    call: &'static str,
+) -> Result<T, CallError> {
+    row.try_get(idx)
+        .map_err(|e| match crate::contract::column_mismatch(row, idx, call) {
+            Some(detail) => CallError::Malformed { call, detail },
+            None => CallError::Db(e),
+        })
+}
+
 /// Runs `op` on `conn`.
 pub(super) async fn call(conn: &Conn, op: &Op<String, String>) -> Result<Answer, CallError> {
     let st = &conn.statements;
@@ -223,10 +249,11 @@ fn malformed(call: &'static str, detail: String) -> CallError {
     CallError::Malformed { call, detail }
 }
 
-fn decode_acquire(row: &tokio_postgres::Row) -> Result<Answer, CallError> {
-    let acquired: Option<bool> = row.try_get(1)?;
-    let epoch: Option<i64> = row.try_get(2)?;
-    let expires: Option<DateTime<Utc>> = row.try_get(3)?;
+pub(super) fn decode_acquire(row: &tokio_postgres::Row) -> Result<Answer, CallError> {
+    const CALL: &str = "lease.acquire";
+    let acquired: Option<bool> = column(row, 1, CALL)?;
+    let epoch: Option<i64> = column(row, 2, CALL)?;
+    let expires: Option<DateTime<Utc>> = column(row, 3, CALL)?;
     let outcome = match (acquired, epoch, expires) {
         (Some(true), Some(epoch), Some(at)) => Outcome::Acquired {
             epoch,
@@ -253,9 +280,10 @@ fn refusal(status: &str) -> Option<Outcome<String>> {
     })
 }
 
-fn decode_renew(row: &tokio_postgres::Row) -> Result<Answer, CallError> {
-    let status: Option<String> = row.try_get(1)?;
-    let expires: Option<DateTime<Utc>> = row.try_get(2)?;
+pub(super) fn decode_renew(row: &tokio_postgres::Row) -> Result<Answer, CallError> {
+    const CALL: &str = "lease.renew";
+    let status: Option<String> = column(row, 1, CALL)?;
+    let expires: Option<DateTime<Utc>> = column(row, 2, CALL)?;
     let outcome = match (status.as_deref(), expires) {
         (Some("ok"), Some(at)) => Some(Outcome::Renewed {
             expires_at: micros(at),
@@ -272,8 +300,8 @@ fn decode_renew(row: &tokio_postgres::Row) -> Result<Answer, CallError> {
     answer(row, outcome, 3)
 }
 
-fn decode_release(row: &tokio_postgres::Row) -> Result<Answer, CallError> {
-    let status: Option<String> = row.try_get(1)?;
+pub(super) fn decode_release(row: &tokio_postgres::Row) -> Result<Answer, CallError> {
+    let status: Option<String> = column(row, 1, "lease.release")?;
     let outcome = match status.as_deref() {
         Some("ok") => Outcome::Released,
         Some(s) => refusal(s).ok_or_else(|| malformed("lease.release", format!("status {s:?}")))?,
@@ -282,11 +310,12 @@ fn decode_release(row: &tokio_postgres::Row) -> Result<Answer, CallError> {
     answer(row, outcome, 2)
 }
 
-fn decode_inspect(row: &tokio_postgres::Row) -> Result<Answer, CallError> {
-    let held: Option<bool> = row.try_get(1)?;
-    let owner: Option<String> = row.try_get(2)?;
-    let epoch: Option<i64> = row.try_get(3)?;
-    let expires: Option<DateTime<Utc>> = row.try_get(4)?;
+pub(super) fn decode_inspect(row: &tokio_postgres::Row) -> Result<Answer, CallError> {
+    const CALL: &str = "lease.inspect";
+    let held: Option<bool> = column(row, 1, CALL)?;
+    let owner: Option<String> = column(row, 2, CALL)?;
+    let epoch: Option<i64> = column(row, 3, CALL)?;
+    let expires: Option<DateTime<Utc>> = column(row, 4, CALL)?;
     let found = match (held, epoch) {
         // The LEFT JOIN's NULL row: inspect returned zero rows.
         (None, None) if owner.is_none() && expires.is_none() => None,

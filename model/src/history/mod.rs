@@ -86,7 +86,7 @@ impl OpResult {
                     // A success class in a fail record is a recorder bug; judge it as
                     // "no answer" rather than as an answer.
                     Fate::Ok => Outcome::Unknown,
-                    Fate::Failed(_) | Fate::HarnessBug(_) => {
+                    Fate::Failed(_) | Fate::HarnessBug(_) | Fate::OutsideContract => {
                         if sqlstate == fate::INVALID_PARAMETER_VALUE {
                             Outcome::InvalidInput
                         } else if fate::is_wait_exhausted(sqlstate, message) {
