@@ -351,7 +351,8 @@ impl fmt::Display for Outcome {
             ),
             Outcome::Hang { call, detail } => write!(
                 f,
-                "HANG (liveness): {call} did not answer: {detail}; the target hangs"
+                "HANG: {call} did not answer: {detail}; {}",
+                crate::liveness::HANGS
             ),
             Outcome::Infrastructure(e) => write!(
                 f,

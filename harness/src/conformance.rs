@@ -10,9 +10,19 @@ use crate::client::{self, Acquire, Calls, LeaseError};
 use crate::pg::Cluster;
 use crate::session::SessionSettings;
 use behaviour::*;
+use caller_state::*;
+use domain::*;
+use liveness::*;
+use lock_waits::*;
+use types::*;
 
 mod behaviour;
+mod caller_state;
+pub mod domain;
+pub mod liveness;
+mod lock_waits;
 mod script;
+mod types;
 use chrono::{DateTime, Utc};
 use std::future::Future;
 use std::pin::Pin;
@@ -343,8 +353,22 @@ pub fn checks() -> Vec<Check> {
         check!(functions_are_security_definer_volatile_with_pinned_search_path),
         check!(table_is_private_and_functions_are_public),
         check!(trusted_install_by_a_non_superuser_and_drop_destroys_state),
+        check!(every_call_answers_on_every_state_within_its_bound),
+        check!(blocking_waits_end_promptly_at_deadline_and_expiry),
+        check!(no_call_changes_the_callers_session_settings),
+        check!(a_read_only_transaction_refuses_writes_with_25006),
+        check!(lock_timeout_fails_a_waiting_call_with_55p03),
+        check!(a_write_that_waited_across_its_leases_expiry_answers_lapsed),
+        check!(the_api_and_the_lease_table_have_the_contracts_types),
+        check!(epochs_count_past_2_31),
+        check!(every_valid_key_owner_and_interval_is_accepted),
+        check!(invalid_input_names_every_violated_constraint_in_order),
     ]
 }
+
+/// The liveness check, which the gate runs before everything else on a build: a build
+/// that hangs gets that verdict in seconds.
+pub const LIVENESS_CHECK: &str = "every_call_answers_on_every_state_within_its_bound";
 
 /// A lease call that failed: a violation, unless the server or connection failed under it
 /// or the harness is at fault.
@@ -356,13 +380,20 @@ fn e(err: LeaseError) -> Failure {
     }
 }
 
-/// A statement that failed: by its SQLSTATE; without one (a lost connection), infrastructure.
+/// A statement that failed: by its SQLSTATE; without one (a lost connection), or by the
+/// harness's own fault (the fate table's harness bug: its SQL, a statement sent in an
+/// aborted transaction), infrastructure.
 fn pg(err: tokio_postgres::Error) -> Failure {
     match err.as_db_error() {
-        Some(db) => by_sqlstate(
-            db.code().code(),
-            format!("{}: {}", db.code().code(), db.message()),
-        ),
+        Some(db) => {
+            let why = format!("{}: {}", db.code().code(), db.message());
+            match crate::fate::fate(&err) {
+                model::fate::Fate::HarnessBug(cause) => infra(format!(
+                    "the harness's own statement failed ({cause:?}): {why}"
+                )),
+                _ => by_sqlstate(db.code().code(), why),
+            }
+        }
         None => infra(err),
     }
 }

@@ -15,6 +15,7 @@ pub mod fate;
 pub mod fenced;
 pub mod installcheck;
 pub mod late;
+pub mod liveness;
 pub mod matrix;
 pub mod mutants;
 pub mod pg;

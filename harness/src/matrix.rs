@@ -1740,6 +1740,18 @@ pub async fn run_major(
     rows
 }
 
+/// One setting on `cluster` (the control, the campaign, and with `options.conformance`
+/// the conformance suite), alone: the rows of [`run_major`] for it.
+pub async fn run_one_setting(
+    major: u32,
+    setting: Setting,
+    cluster: &Cluster,
+    options: &MatrixOptions,
+) -> Vec<Row> {
+    let campaigns = tokio::sync::Semaphore::new(1);
+    run_setting(major, setting, cluster, options, &campaigns).await
+}
+
 async fn run_setting(
     major: u32,
     setting: Setting,

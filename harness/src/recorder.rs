@@ -479,8 +479,8 @@ impl Recorder {
     pub async fn executing(&self, pid: i32) -> Option<String> {
         let ask = async {
             let client = self.open().await.ok()?;
-            let row = client.query_opt(EXECUTING, &[&pid]).await.ok().flatten()?;
-            row.try_get::<_, String>(0).ok()
+            let backend = crate::liveness::backend(&client, pid, self.call_timeout).await?;
+            backend.executing.then_some(backend.shown)
         };
         tokio::time::timeout(self.call_timeout, ask)
             .await
@@ -900,17 +900,6 @@ impl Session {
         self.conn = None;
     }
 }
-
-/// A backend executing its statement itself: active, on the CPU (no wait event) or in a
-/// timed sleep (`pg_sleep`, a wait event of type `Timeout`), with what it runs. A backend
-/// waiting for a lock, a client, I/O or IPC is not: something else holds it up.
-pub const EXECUTING: &str = "SELECT pg_catalog.format('backend %s %s for %s s, wait event %s, running: %s', \
-     pid, state, round(extract(epoch FROM pg_catalog.clock_timestamp() - query_start)::numeric, 1), \
-     coalesce(wait_event_type || ':' || wait_event, 'none (on the CPU)'), \
-     pg_catalog.left(query, 300)) \
-     FROM pg_catalog.pg_stat_activity \
-     WHERE pid = $1 AND state = 'active' \
-       AND (wait_event_type IS NULL OR wait_event_type = 'Timeout')";
 
 /// The result of a call `what` that failed with `e`, by the fate table: a definite failure
 /// or an unknown outcome is recorded; an error the target raised outside its contract is a

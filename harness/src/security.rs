@@ -84,7 +84,10 @@ impl fmt::Display for CheckError {
 
 impl From<SecurityError> for CheckError {
     fn from(e: SecurityError) -> Self {
-        CheckError::Infrastructure(e.to_string())
+        match e {
+            SecurityError::Lease(e) => CheckError::from(e),
+            other => CheckError::Infrastructure(other.to_string()),
+        }
     }
 }
 
@@ -106,9 +109,18 @@ impl From<tools::ToolError> for CheckError {
     }
 }
 
+/// A lease call that failed: an answer outside the API (an error the target raised outside
+/// its contract, a result of another shape or type) is a finding; the rest (a lost
+/// connection, the harness's own bug, a refusal the check did not expect) is no verdict.
 impl From<crate::client::LeaseError> for CheckError {
     fn from(e: crate::client::LeaseError) -> Self {
-        CheckError::Infrastructure(format!("lease call: {e}"))
+        use crate::client::LeaseError;
+        match e {
+            LeaseError::OutsideContract { .. } | LeaseError::Unexpected(_) => {
+                CheckError::Violated(format!("lease call: {e}"))
+            }
+            e => CheckError::Infrastructure(format!("lease call: {e}")),
+        }
     }
 }
 

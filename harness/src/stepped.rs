@@ -332,6 +332,22 @@ fn stopped_by(e: RunError) -> Outcome {
         RunError::Recorder(RecorderError::Malformed { call, detail }) => {
             Outcome::Malformed { call, detail }
         }
+        RunError::Recorder(RecorderError::Hang { call, detail }) => Outcome::Hang { call, detail },
+        // A step the server kept executing (not waiting for another session, a lock, a
+        // client or I/O) past the step timeout: the target's code did not return.
+        RunError::Hang {
+            step,
+            process,
+            sql,
+            after,
+            executing: Some(backend),
+        } => Outcome::Hang {
+            call: "a stepped call",
+            detail: format!(
+                "step {step} (process {process}) ran {after:.1?} while the server was executing \
+                 it ({backend}), and was cancelled; its SQL: {sql}"
+            ),
+        },
         other => Outcome::Infrastructure(InfraError::Stepped(other)),
     }
 }

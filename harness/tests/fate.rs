@@ -221,3 +221,74 @@ async fn a_call_abandoned_by_the_client_timeout_is_unknown() {
         );
     }
 }
+
+/// Attribution: the same SQLSTATE (42601, a syntax error) is the harness's own bug when
+/// its statement has it (no routine of the target in the error's context: no verdict), and
+/// a finding when the server raised it while running the target's code (a build that
+/// splices the key into SQL it EXECUTEs, given a key with a quote): the client's and the
+/// recorder's error then name where in the target it was raised.
+#[tokio::test]
+async fn the_same_sqlstate_is_the_harness_bug_from_its_statement_and_a_finding_from_the_target() {
+    use harness::extension::ExtensionFiles;
+    use harness::recorder::{Recorder, RecorderError, RecorderOptions};
+    let mutant = harness::mutants::find("status_lookup_injects_key").expect("catalogued");
+    let files = ExtensionFiles::mutant(mutant).expect("the mutant applies");
+    for major in test_majors() {
+        let cluster = shared(major).unwrap();
+        cluster.provide_extension(&files).await.unwrap();
+        let db = cluster
+            .fresh_database_with("fate_where", &files.name)
+            .await
+            .unwrap();
+        let c = cluster.connect(&db).await.unwrap();
+        // The harness's own statement.
+        let own = c.query("SELEC 1", &[]).await.unwrap_err();
+        assert_eq!(harness::fate::condition(&own), Condition::Sql("42601"));
+        assert_eq!(
+            harness::fate::fate(&own),
+            Fate::HarnessBug(BugCause::BadSql)
+        );
+        // The same SQLSTATE raised inside the target.
+        let inside = c
+            .query(
+                "SELECT * FROM lease.renew($1::text, 'o', 1, interval '1 minute')",
+                &[&"k'quote"],
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            harness::fate::condition(&inside),
+            Condition::InTarget("42601"),
+            "PG {major}: {inside:?}"
+        );
+        assert_eq!(harness::fate::fate(&inside), Fate::OutsideContract);
+        let err = client::release(&c, "k'quote", "o", 1).await.unwrap_err();
+        match &err {
+            LeaseError::OutsideContract { code, context, .. } => {
+                assert_eq!(code, "42601");
+                assert!(context.contains("lease._failure_status"), "{context}");
+            }
+            other => panic!("PG {major}: {other:?}"),
+        }
+        // The control: a key without a quote is answered.
+        assert!(client::release(&c, "k", "o", 1).await.is_ok());
+        // The recorder stops with a finding, not a harness bug.
+        let recorder = std::sync::Arc::new(
+            Recorder::new(cluster.config(&db), RecorderOptions::default()).unwrap(),
+        );
+        let mut s = recorder.session();
+        let op = model::Op::renew(
+            "k'quote".to_string(),
+            "o".to_string(),
+            1,
+            model::Interval::secs(1),
+        );
+        match s.call(&op).await {
+            Err(RecorderError::Malformed { call, detail }) => {
+                assert_eq!(call, "lease.renew");
+                assert!(detail.contains("42601 inside the target"), "{detail}");
+            }
+            other => panic!("PG {major}: {other:?}"),
+        }
+    }
+}

@@ -265,11 +265,14 @@ fn a_step_blocked_outside_the_plan_is_cancelled_and_reported_as_a_hang() {
     let elapsed = started.elapsed();
     rt.block_on(outsider.batch_execute("ROLLBACK")).unwrap();
     match &report.run.outcome {
+        // Waiting for the outsider's lock, the server was not executing the target's code:
+        // no verdict, not the finding that the target hangs.
         Outcome::Infrastructure(InfraError::Stepped(RunError::Hang {
             step,
             process,
             sql,
             after,
+            executing: None,
         })) => {
             assert_eq!((*step, *process), (0, 0));
             assert_eq!(sql, "SELECT * FROM lease.inspect('k''quote\\back'::text)");

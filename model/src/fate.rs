@@ -17,6 +17,7 @@
 //! | 22023 invalid parameter value | failed (pg_lease's invalid input) |
 //! | 42501 insufficient privilege | failed |
 //! | other class 42 (syntax error, undefined object), 0A000 | harness bug (bad SQL) |
+//! | 25P02 in failed SQL transaction (a statement sent after an error aborted the transaction) | harness bug (bad SQL) |
 //! | any other SQLSTATE | failed (the statement, and its transaction, did not take effect) |
 //! | connection closed, socket error, broken protocol stream | unknown |
 //! | client timeout, call abandoned by the client | unknown |
@@ -191,7 +192,7 @@ pub fn of_sqlstate(code: &str) -> Fate {
         (_, "55P03" | QUERY_CANCELED) => failed(true),
         ("53", _) => failed(true),
         (_, "42501") => failed(false),
-        ("42", _) | (_, "0A000") => Fate::HarnessBug(BugCause::BadSql),
+        ("42", _) | (_, "0A000" | "25P02") => Fate::HarnessBug(BugCause::BadSql),
         _ => failed(false),
     }
 }
@@ -262,6 +263,7 @@ mod tests {
     fn bad_sql_and_driver_misuse_are_harness_bugs() {
         assert_eq!(of_sqlstate("42601"), Fate::HarnessBug(BugCause::BadSql));
         assert_eq!(of_sqlstate("42883"), Fate::HarnessBug(BugCause::BadSql));
+        assert_eq!(of_sqlstate("25P02"), Fate::HarnessBug(BugCause::BadSql));
         assert_eq!(
             of(Condition::DriverMisuse),
             Fate::HarnessBug(BugCause::DriverMisuse)

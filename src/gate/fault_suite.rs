@@ -3,6 +3,7 @@
 //! injected into a recorded history, judged by the model's checker. The negative controls
 //! are not run: they test the checks, not the build (`leasecheck faults --controls`).
 
+use super::no_verdict::{self, Cause};
 use super::outcome::{CheckResult, SuiteResult};
 use super::suites::Ctx;
 use super::Size;
@@ -34,7 +35,8 @@ pub async fn faults(ctx: &Ctx<'_>) -> SuiteResult {
     let install = match ctx.cluster.install() {
         Ok(install) => install,
         Err(e) => {
-            let check = CheckResult::infrastructure("install", e.to_string(), start.elapsed());
+            let why = Cause::Server.message(e);
+            let check = CheckResult::infrastructure("install", why, start.elapsed());
             return SuiteResult::of("faults", vec![check], start.elapsed());
         }
     };
@@ -49,14 +51,18 @@ pub async fn faults(ctx: &Ctx<'_>) -> SuiteResult {
             Ok(done) => judged(&done),
             Err(_) => CheckResult::infrastructure(
                 fault.name(),
-                format!(
-                    "hung: the {fault} check did not finish within {FAULT_CHECK_TIMEOUT:?} \
+                Cause::Stalled.message(format!(
+                    "the {fault} check did not finish within {FAULT_CHECK_TIMEOUT:?} \
                      (it ran on a cluster of its own, removed with it)"
-                ),
+                )),
                 FAULT_CHECK_TIMEOUT,
             ),
         };
+        let stop = super::suites::is_hang(&check);
         checks.push(check);
+        if stop {
+            break;
+        }
     }
     SuiteResult::of("faults", checks, start.elapsed())
 }
@@ -75,8 +81,16 @@ fn judged(run: &CheckRun) -> CheckResult {
         Err(e @ CheckFailure::Unexpected(_)) => {
             CheckResult::failed(name, e.to_string(), run.duration)
         }
-        Err(e @ (CheckFailure::Unknown(_) | CheckFailure::Infrastructure(_))) => {
-            CheckResult::infrastructure(name, e.to_string(), run.duration)
+        Err(e @ CheckFailure::Unknown(_)) => {
+            CheckResult::infrastructure(name, Cause::Budget.message(e), run.duration)
+        }
+        Err(e @ CheckFailure::Infrastructure(_)) => {
+            let text = e.to_string();
+            CheckResult::infrastructure(
+                name,
+                no_verdict::of_text(&text).message(text),
+                run.duration,
+            )
         }
     }
 }

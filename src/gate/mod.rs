@@ -6,6 +6,8 @@ mod bench_suite;
 mod container;
 pub mod dsn;
 mod fault_suite;
+mod matrix_suite;
+mod no_verdict;
 pub mod outcome;
 pub mod report;
 mod suites;
@@ -386,7 +388,9 @@ fn select_suites(names: &[String]) -> anyhow::Result<Vec<suites::Suite>> {
         .collect())
 }
 
-/// Runs `selected` one after another on `ctx`'s server, a line per suite.
+/// Runs `selected` one after another on `ctx`'s server, a line per suite. After a finding
+/// that the target hangs the remaining suites are not run on this build (each would wait
+/// out its own bounds); they are named.
 async fn run_suites(
     ctx: &suites::Ctx<'_>,
     selected: &[suites::Suite],
@@ -394,8 +398,10 @@ async fn run_suites(
     bar: &ProgressBar,
 ) -> Vec<SuiteResult> {
     let mut results = Vec::new();
-    for suite in selected {
-        let result = suite.run(ctx).await;
+    let mut api: Option<Vec<String>> = None;
+    for (i, suite) in selected.iter().enumerate() {
+        let mut result = suite.run(ctx).await;
+        attribute_to_the_api(ctx, &mut result, &mut api).await;
         bar.suspend(|| {
             println!(
                 "PG {major} {:<14} {} ({:.0}s)",
@@ -404,9 +410,75 @@ async fn run_suites(
                 result.seconds
             )
         });
+        let hung = result.checks.iter().any(suites::is_hang);
         results.push(result);
+        let rest: Vec<&str> = selected[i + 1..].iter().map(|s| s.name).collect();
+        if hung && !rest.is_empty() {
+            bar.suspend(|| {
+                println!(
+                    "PG {major}: not run on this build after the finding that it hangs: {}",
+                    rest.join(", ")
+                )
+            });
+            break;
+        }
     }
     results
+}
+
+/// Checks without a verdict because the harness's own statement or decoding failed (its
+/// plain call of the documented API, which the shipped build answers), on a build whose
+/// catalog declares another API than the contract: the build's API is the cause, a
+/// finding naming the difference. `api` caches the build's differences.
+async fn attribute_to_the_api(
+    ctx: &suites::Ctx<'_>,
+    result: &mut SuiteResult,
+    api: &mut Option<Vec<String>>,
+) {
+    let harness_side = |c: &CheckResult| {
+        c.status == Status::Infrastructure
+            && (c.message.contains("harness bug")
+                || c.message.contains("harness's own statement")
+                || c.message.contains("error deserializing"))
+    };
+    if !result.checks.iter().any(harness_side) {
+        return;
+    }
+    if api.is_none() {
+        *api = Some(api_differences(ctx).await);
+    }
+    let differences = api.as_deref().unwrap_or_default();
+    if differences.is_empty() {
+        return;
+    }
+    for c in result.checks.iter_mut().filter(|c| harness_side(c)) {
+        c.status = Status::Failed;
+        c.message = format!(
+            "the build declares another API than the contract ({}), so the harness's call of \
+             the documented API failed: {}",
+            differences.join("; "),
+            c.message
+        );
+    }
+    result.status = Status::of_group(result.checks.iter().map(|c| c.status));
+}
+
+/// How the build's catalog differs from the contract (none when it cannot be read).
+async fn api_differences(ctx: &suites::Ctx<'_>) -> Vec<String> {
+    let ask = async {
+        let db = ctx
+            .cluster
+            .fresh_database_with("api", &ctx.build.files.name)
+            .await
+            .ok()?;
+        let c = ctx.cluster.connect(&db).await.ok()?;
+        harness::contract::differences(&c).await.ok()
+    };
+    tokio::time::timeout(Duration::from_secs(60), ask)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default()
 }
 
 /// One major on the local backend.
@@ -433,7 +505,8 @@ impl LocalMajor<'_> {
         let (install, cluster) = match server {
             Ok(pair) => pair,
             Err(e) => {
-                let check = CheckResult::infrastructure("start", format!("{e:#}"), start.elapsed());
+                let why = no_verdict::Cause::Server.message(format!("{e:#}"));
+                let check = CheckResult::infrastructure("start", why, start.elapsed());
                 let suite = SuiteResult::of("server", vec![check], start.elapsed());
                 return MajorResult::of(self.major, None, "local", vec![suite]);
             }

@@ -1,7 +1,9 @@
 //! The gate's suites: each is named, runs on one major's cluster against the build under
-//! test, and returns a typed [`SuiteResult`]. Every check runs under a timeout; a hang is
-//! an infrastructure error naming the check and the SQL the server was running.
+//! test, and returns a typed [`SuiteResult`]. Every check runs under a timeout; a check
+//! that runs out of it while the server executes a call of the target is a finding (the
+//! target hangs), any other is no verdict naming the SQL the server was running.
 
+use super::no_verdict::{self, Cause};
 use super::outcome::{CheckResult, SuiteResult};
 use super::Size;
 use harness::campaign::{self, Campaign, Length, Outcome, Target};
@@ -94,6 +96,10 @@ impl Suite {
 pub fn suites() -> Vec<Suite> {
     vec![
         Suite {
+            name: "liveness",
+            run: |c| Box::pin(liveness(c)),
+        },
+        Suite {
             name: "installcheck",
             run: |c| Box::pin(installcheck(c)),
         },
@@ -108,6 +114,10 @@ pub fn suites() -> Vec<Suite> {
         Suite {
             name: "stepped",
             run: |c| Box::pin(stepped_plans(c)),
+        },
+        Suite {
+            name: "matrix",
+            run: |c| Box::pin(super::matrix_suite::matrix(c)),
         },
         Suite {
             name: "security",
@@ -159,25 +169,85 @@ pub async fn active_sql(cluster: &Cluster) -> String {
     }
 }
 
-/// Runs `check` under `timeout`; a hang is an infrastructure error naming the check and
-/// the SQL in flight.
-async fn bounded<F>(ctx: &Ctx<'_>, name: &str, timeout: Duration, check: F) -> CheckResult
+/// Runs `check` under `timeout`. A check that runs out of it while a backend is executing
+/// a call of the target (on the CPU or in a timed sleep) is the finding that the target
+/// hangs; otherwise it is no verdict naming the SQL in flight.
+pub(super) async fn bounded<F>(
+    ctx: &Ctx<'_>,
+    name: &str,
+    timeout: Duration,
+    check: F,
+) -> CheckResult
 where
     F: Future<Output = CheckResult>,
 {
     let start = Instant::now();
     match tokio::time::timeout(timeout, check).await {
         Ok(result) => result,
-        Err(_) => CheckResult::infrastructure(
-            name,
-            format!(
-                "hung: {name} did not finish within {timeout:?}; {}",
-                active_sql(ctx.cluster).await
+        Err(_) => match executing_target(ctx.cluster).await {
+            Some(backends) => CheckResult::failed(
+                name,
+                format!(
+                    "{name} did not finish within {timeout:?} while the server was executing \
+                     calls of the target:\n{backends}\n{}",
+                    harness::liveness::HANGS
+                ),
+                start.elapsed(),
             ),
-            start.elapsed(),
-        ),
+            None => CheckResult::infrastructure(
+                name,
+                Cause::Stalled.message(format!(
+                    "{name} did not finish within {timeout:?}; {}",
+                    active_sql(ctx.cluster).await
+                )),
+                start.elapsed(),
+            ),
+        },
     }
 }
+
+/// The backends executing a call of the target (active, on the CPU or in a timed sleep,
+/// running a statement that names schema `lease`), one a line; none, or the server did not
+/// say, is `None`.
+async fn executing_target(cluster: &Cluster) -> Option<String> {
+    let query = "SELECT pg_catalog.format('  db %s pid %s for %s s (wait event %s): %s', datname, pid, \
+                 round(extract(epoch FROM pg_catalog.clock_timestamp() - query_start)::numeric, 1), \
+                 coalesce(wait_event_type || ':' || wait_event, 'none, on the CPU'), query) \
+                 FROM pg_catalog.pg_stat_activity WHERE pid <> pg_catalog.pg_backend_pid() \
+                 AND backend_type = 'client backend' AND state = 'active' \
+                 AND (wait_event_type IS NULL OR wait_event_type = 'Timeout') \
+                 AND query LIKE '%lease.%'";
+    let ask = async {
+        let client = cluster.connect("postgres").await.ok()?;
+        let rows = client.query(query, &[]).await.ok()?;
+        let lines: Vec<String> = rows.iter().filter_map(|r| r.try_get(0).ok()).collect();
+        (!lines.is_empty()).then(|| lines.join("\n"))
+    };
+    tokio::time::timeout(Duration::from_secs(10), ask)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// Whether a check's failure is the finding that the target hangs: the suite stops there
+/// (every later check would wait out its own bound), and so does the gate on this build.
+pub fn is_hang(check: &CheckResult) -> bool {
+    check.status == super::outcome::Status::Failed
+        && check.message.contains(harness::liveness::HANGS)
+}
+
+/// The liveness check alone, before every other suite: a build whose calls do not answer
+/// gets that verdict in seconds, and the gate runs nothing else on it.
+async fn liveness(ctx: &Ctx<'_>) -> SuiteResult {
+    let start = Instant::now();
+    let name = harness::conformance::LIVENESS_CHECK;
+    ctx.say("liveness", name);
+    let check = bounded(ctx, name, LIVENESS_TIMEOUT, conformance_check(ctx, name)).await;
+    SuiteResult::of("liveness", vec![check], start.elapsed())
+}
+
+/// The liveness check makes about 80 calls, each bounded by 5 s (a hang ends it there).
+const LIVENESS_TIMEOUT: Duration = Duration::from_secs(120);
 
 // ---------------------------------------------------------------------------------------
 
@@ -226,40 +296,51 @@ fn tail(text: &str, n: usize) -> String {
 /// No conformance check waits longer than its TTLs of a few seconds or a restart (60 s).
 const CONFORMANCE_CHECK_TIMEOUT: Duration = Duration::from_secs(180);
 
+/// Every conformance check but the liveness check (the liveness suite runs it first),
+/// stopping after a finding that the target hangs.
 async fn conformance(ctx: &Ctx<'_>) -> SuiteResult {
-    use harness::conformance::Failure;
     let start = Instant::now();
     let mut checks = Vec::new();
     for check in harness::conformance::checks() {
+        if check.name == harness::conformance::LIVENESS_CHECK {
+            continue;
+        }
         if check.needs_managed_server && !ctx.cluster.is_managed() {
             let why = "it stops, restarts or crashes the server";
             checks.push(CheckResult::skipped(check.name, why));
             continue;
         }
         ctx.say("conformance", check.name);
-        let one = async {
-            let report = harness::conformance::run_against(ctx.cluster, ctx.extension(), |n| {
-                n == check.name
-            })
-            .await;
-            match report.outcomes.into_iter().next() {
-                Some(o) => match o.result {
-                    Ok(()) => CheckResult::passed(check.name, o.elapsed),
-                    Err(Failure::Violation(why)) => CheckResult::failed(check.name, why, o.elapsed),
-                    Err(Failure::Infrastructure(why)) => {
-                        CheckResult::infrastructure(check.name, why, o.elapsed)
-                    }
-                },
-                None => CheckResult::infrastructure(
-                    check.name,
-                    "the check did not run".into(),
-                    Duration::ZERO,
-                ),
-            }
-        };
-        checks.push(bounded(ctx, check.name, CONFORMANCE_CHECK_TIMEOUT, one).await);
+        let one = conformance_check(ctx, check.name);
+        let result = bounded(ctx, check.name, CONFORMANCE_CHECK_TIMEOUT, one).await;
+        let stop = is_hang(&result);
+        checks.push(result);
+        if stop {
+            break;
+        }
     }
     SuiteResult::of("conformance", checks, start.elapsed())
+}
+
+/// The conformance check `name` against the build.
+async fn conformance_check(ctx: &Ctx<'_>, name: &'static str) -> CheckResult {
+    use harness::conformance::Failure;
+    let report =
+        harness::conformance::run_against(ctx.cluster, ctx.extension(), |n| n == name).await;
+    match report.outcomes.into_iter().next() {
+        Some(o) => match o.result {
+            Ok(()) => CheckResult::passed(name, o.elapsed),
+            Err(Failure::Violation(why)) => CheckResult::failed(name, why, o.elapsed),
+            Err(Failure::Infrastructure(why)) => {
+                CheckResult::infrastructure(name, no_verdict::of_text(&why).message(why), o.elapsed)
+            }
+        },
+        None => CheckResult::infrastructure(
+            name,
+            Cause::Harness.message("the check did not run"),
+            Duration::ZERO,
+        ),
+    }
 }
 
 /// Recording is bounded by the ops and the call timeout; this bounds a harness hang.
@@ -343,8 +424,11 @@ fn judged(
         Outcome::Stall(_) | Outcome::Malformed { .. } | Outcome::Hang { .. } => {
             CheckResult::failed(name, outcome.to_string(), elapsed)
         }
-        Outcome::Unknown(_) | Outcome::Infrastructure(_) => {
-            CheckResult::infrastructure(name, outcome.to_string(), elapsed)
+        Outcome::Unknown(_) => {
+            CheckResult::infrastructure(name, Cause::Budget.message(outcome), elapsed)
+        }
+        Outcome::Infrastructure(e) => {
+            CheckResult::infrastructure(name, no_verdict::of_infra(e).message(outcome), elapsed)
         }
     };
     result.timeline = timeline.map(|p| ctx.link(&p));
@@ -386,12 +470,25 @@ async fn stepped_plans(ctx: &Ctx<'_>) -> SuiteResult {
         let plan = Plan::from_seed(&config, seed).map_err(|e| e.to_string());
         (format!("plan of seed {seed}"), plan)
     });
-    let total = races.len() as u64 + drawn_count;
+    let late = harness::late::plans();
+    let total = races.len() as u64 + late.len() as u64 + drawn_count;
     let races = (1..)
         .zip(races)
         .map(|(k, p)| (format!("race plan {k}"), Ok(p)));
     let mut checks = Vec::new();
+    // The late plans: calls late in a long statement (a batch, a block), judged likewise.
+    for (k, plan) in late.iter().enumerate() {
+        let name = format!("late plan {} ({})", k + 1, plan.name);
+        ctx.say("stepped", &format!("{name} ({}/{total})", k + 1));
+        let check = bounded(ctx, &name, PLAN_TIMEOUT, one_late_plan(ctx, &name, plan)).await;
+        let stop = check.status != super::outcome::Status::Passed;
+        checks.push(check);
+        if stop {
+            return SuiteResult::of("stepped", checks, start.elapsed());
+        }
+    }
     for (k, (name, plan)) in races.chain(drawn).enumerate() {
+        let k = k + late.len();
         ctx.say("stepped", &format!("{name} ({}/{total})", k + 1));
         let check = match plan {
             Ok(plan) => {
@@ -412,6 +509,21 @@ async fn stepped_plans(ctx: &Ctx<'_>) -> SuiteResult {
         }
     }
     SuiteResult::of("stepped", checks, start.elapsed())
+}
+
+async fn one_late_plan(ctx: &Ctx<'_>, name: &str, plan: &harness::late::Plan) -> CheckResult {
+    let start = Instant::now();
+    let report = harness::late::run(ctx.cluster, ctx.target(), plan, Duration::from_secs(10)).await;
+    let verdict = report.outcome.verdict();
+    let timeline = report.history.as_ref().zip(verdict.as_ref()).map(|(h, v)| {
+        let page = harness::timeline::render(h, v, &format!("stepped {name}"));
+        let dir = name.replace([' ', '(', ')'], "-");
+        write_page(
+            &ctx.out_dir.join(format!("stepped-{dir}/timeline.html")),
+            &page,
+        )
+    });
+    judged(name, &report.outcome, timeline.flatten(), ctx, start)
 }
 
 async fn one_plan(ctx: &Ctx<'_>, stage: &Stage<'_>, name: &str, plan: &Plan) -> CheckResult {
@@ -461,9 +573,11 @@ async fn security(ctx: &Ctx<'_>) -> SuiteResult {
                     Err(CheckError::Violated(why)) => {
                         CheckResult::failed(check.name, why, o.elapsed)
                     }
-                    Err(CheckError::Infrastructure(why)) => {
-                        CheckResult::infrastructure(check.name, why, o.elapsed)
-                    }
+                    Err(CheckError::Infrastructure(why)) => CheckResult::infrastructure(
+                        check.name,
+                        no_verdict::of_text(&why).message(why),
+                        o.elapsed,
+                    ),
                 },
                 None => CheckResult::infrastructure(
                     check.name,
@@ -473,7 +587,12 @@ async fn security(ctx: &Ctx<'_>) -> SuiteResult {
             }
         };
         // The suite bounds each check at 60 s itself; this only adds the SQL in flight.
-        checks.push(bounded(ctx, check.name, Duration::from_secs(90), one).await);
+        let result = bounded(ctx, check.name, Duration::from_secs(90), one).await;
+        let stop = is_hang(&result);
+        checks.push(result);
+        if stop {
+            break;
+        }
     }
     SuiteResult::of("security", checks, start.elapsed())
 }

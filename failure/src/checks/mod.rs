@@ -52,7 +52,16 @@ pub enum CheckFailure {
 
 impl From<FaultError> for CheckFailure {
     fn from(e: FaultError) -> Self {
-        CheckFailure::Infrastructure(e)
+        match e {
+            // The target kept the check's situation from arising: a finding about it.
+            FaultError::Prevented { .. } => CheckFailure::Unexpected(e.to_string()),
+            // The target answered outside its API, or hung, while the check ran.
+            FaultError::Recorder(
+                harness::recorder::RecorderError::Malformed { .. }
+                | harness::recorder::RecorderError::Hang { .. },
+            ) => CheckFailure::Unexpected(e.to_string()),
+            e => CheckFailure::Infrastructure(e),
+        }
     }
 }
 

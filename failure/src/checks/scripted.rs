@@ -162,12 +162,31 @@ async fn waiting(admin: &Client, pid: i32, event: &str) -> Result<(), FaultError
             return Ok(());
         }
         if Instant::now() >= deadline {
-            return Err(FaultError::Hang {
-                what: "a backend reaching its wait",
-                seconds: 10,
-            });
+            return Err(never_waited(admin, pid, event).await);
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Why backend `pid` did not reach its wait on `event` within the bound: the target's
+/// doing when the server shows the statement ended without that wait, or kept running
+/// the target's code, or waits for something else (the shipped build reaches the wait in
+/// milliseconds); no verdict when the server cannot say, or the backend waits for I/O.
+async fn never_waited(admin: &Client, pid: i32, event: &str) -> FaultError {
+    let hang = FaultError::Hang {
+        what: "a backend reaching its wait",
+        seconds: 10,
+    };
+    match harness::liveness::backend(admin, pid, Duration::from_secs(5)).await {
+        Some(b) if !b.shown.contains("wait event IO:") => FaultError::Prevented {
+            what: "a backend reaching its wait",
+            detail: format!(
+                "backend {pid} never waited on {event} within 10 s ({}); the build's calls \
+                 kept the situation from arising",
+                b.shown
+            ),
+        },
+        _ => hang,
     }
 }
 

@@ -6,7 +6,7 @@
 
 use super::{by_sqlstate, infra, pg, Ctx, Failure};
 use crate::pg::{Cluster, PgError};
-use crate::recorder::{Recorder, RecorderOptions, Session};
+use crate::recorder::{Recorder, RecorderError, RecorderOptions, Session};
 use model::checker::{check, Verdict};
 use model::{CheckOptions, Interval, NemesisEffect, Op, OpRecord, OpResult, Outcome};
 use std::collections::BTreeMap;
@@ -129,10 +129,16 @@ impl Script {
     }
 }
 
-/// Runs `op` on the recorded session `s`; its record, whatever came back. A harness
-/// failure (no connection, a malformed answer) fails the check.
+/// Runs `op` on the recorded session `s`; its record, whatever came back. An answer
+/// outside the API (an error outside the contract, a column of another type, a hang) is a
+/// violation; a harness failure (no connection, its own bug) is no verdict.
 pub(super) async fn attempt(s: &mut Session, op: Op<String, String>) -> Result<OpRecord, Failure> {
-    s.call(&op).await.map_err(infra)
+    s.call(&op).await.map_err(|err| match err {
+        RecorderError::Malformed { .. } | RecorderError::Hang { .. } => {
+            Failure::Violation(err.to_string())
+        }
+        other => infra(other),
+    })
 }
 
 /// Runs `op` on the recorded session `s`, which must answer: a result, or the wait

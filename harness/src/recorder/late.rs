@@ -4,8 +4,9 @@
 //! A call that dates or judges by the statement's start (`statement_timestamp()`) instead
 //! of the clock answers from before the sleep.
 //!
-//! Each call is recorded as an op with the statement's invoke and complete instants and
-//! the server window the statement gives it: in a batch, from the clock read after the
+//! Each call is recorded as an op within the statement's invoke and complete instants
+//! (one slice of that real time per call, in the order the server made the calls, since a
+//! process makes one call at a time) and with the server window the statement gives it: in a batch, from the clock read after the
 //! sleep (before every call: the calls take their arguments from the relation that reads
 //! it) to the clock read after its own row; in a block, the clocks read right before and
 //! right after the call. Every op of a statement shares its result class: the statement
@@ -351,14 +352,23 @@ impl Session {
             }
         };
         let mut records = Vec::with_capacity(ops.len());
-        for (op, (server, result)) in ops.iter().zip(results) {
+        // A process makes one call at a time (the history's rule): the statement's real
+        // time is cut into one slice per call, in the calls' order, which is the order the
+        // server made them in.
+        let slice = complete.saturating_sub(invoke) / ops.len().max(1) as u64;
+        for (i, (op, (server, result))) in ops.iter().zip(results).enumerate() {
+            let from = invoke + slice * i as u64;
+            let to = match i + 1 == ops.len() {
+                true => complete,
+                false => (from + slice).saturating_sub(1).max(from),
+            };
             let record = OpRecord {
                 id: self.recorder.next_op.fetch_add(1, Ordering::Relaxed),
                 process,
                 txn: self.txn.as_ref().map(|t| t.id),
                 call: op.clone(),
-                invoke,
-                complete,
+                invoke: from,
+                complete: to,
                 server,
                 result,
             };

@@ -96,7 +96,53 @@ pub fn race_plans() -> Result<Vec<Plan>, PlanError> {
     for steps in aged_steps() {
         plans.push(Plan::new(race_workload(), steps)?);
     }
+    for steps in across_expiry_steps() {
+        plans.push(Plan::new(race_workload(), steps)?);
+    }
     Ok(plans)
+}
+
+/// A lease that lapses while a write waits for the row lock p0's transaction holds.
+const ACROSS: Interval = Interval::millis(150);
+/// How long p0 keeps its transaction open once the waiting call was issued: past
+/// [`ACROSS`].
+const HOLD: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// Writes that wait for p0's row lock across the expiry of the lease they act on, p0 then
+/// rolling back: p0 holds a lease of [`ACROSS`], renews it in a transaction, each waiting
+/// call is issued, p0 idles [`HOLD`] (the lease lapses) and rolls back, so the waiter
+/// finds the lapsed lease once the lock is its own. And the first grant of a never-leased
+/// key waiting for p0's uncommitted first grant, which p0 rolls back after [`HOLD`].
+fn across_expiry_steps() -> Vec<Vec<PlanStep>> {
+    let mut plans = Vec::new();
+    for waiter in WAITERS {
+        plans.push(vec![
+            step(0, call_of(CallKind::Acquire, ACROSS)),
+            step(1, call_of(CallKind::Inspect, LONG)),
+            step(2, call_of(CallKind::Inspect, LONG)),
+            step(0, Step::Begin(Isolation::ReadCommitted)),
+            step(0, call_of(CallKind::Renew, LONG)),
+            step(waiter.0, call_of(waiter.1, LONG)),
+            step(0, Step::Pause(HOLD)),
+            step(0, Step::Rollback),
+            step(1, call_of(CallKind::Inspect, LONG)),
+        ]);
+    }
+    for (process, kind) in [
+        (1, CallKind::Acquire),
+        (2, CallKind::Acquire),
+        (2, CallKind::AcquireWait),
+    ] {
+        plans.push(vec![
+            step(0, Step::Begin(Isolation::ReadCommitted)),
+            step(0, call_of(CallKind::Acquire, LONG)),
+            step(process, call_of(kind, LONG)),
+            step(0, Step::Pause(HOLD)),
+            step(0, Step::Rollback),
+            step(1, call_of(CallKind::Inspect, LONG)),
+        ]);
+    }
+    plans
 }
 
 /// How long an aged transaction idles before its call: far longer than a lapsing lease
@@ -237,7 +283,7 @@ mod tests {
         let plans = race_plans().expect("valid plans");
         assert_eq!(
             plans.len(),
-            holders().len() * WAITERS.len() * 2 + aged_steps().len()
+            holders().len() * WAITERS.len() * 2 + aged_steps().len() + across_expiry_steps().len()
         );
         assert!(plans.iter().all(|p| p.steps.len() >= 6));
         assert!(AGE.as_micros() > WAIT.micros as u128);

@@ -110,6 +110,9 @@ pub enum RunError {
         process: u32,
         sql: String,
         after: Duration,
+        /// What its backend was doing, when the server was executing the step itself (not
+        /// waiting for a lock, a client or I/O): then the target hangs, a finding.
+        executing: Option<String>,
     },
     #[error("steps {steps:?} wait for sessions that no step of the plan is left to free")]
     Stuck { steps: Vec<usize> },
@@ -746,6 +749,11 @@ impl<'a> Runner<'a> {
     }
 
     async fn hang(&mut self, slot: usize, step: usize, after: Duration) -> RunError {
+        let seen =
+            crate::liveness::backend(self.monitor, self.pid(slot), self.options.step_timeout)
+                .await
+                .filter(|b| b.executing)
+                .map(|b| b.shown);
         if let Err(e) = monitor::cancel(self.monitor, self.pid(slot)).await {
             return e.into();
         }
@@ -757,6 +765,7 @@ impl<'a> Runner<'a> {
             process: self.plan.steps[step].process,
             sql: self.logs[step].sql.clone().unwrap_or_default(),
             after,
+            executing: seen,
         }
     }
 }

@@ -170,8 +170,8 @@ pub const FIRST_GRANT_DATED_AT_STATEMENT_START: Mutant = Mutant {
 pub const LOCK_LIVE_READS_CLOCK_BEFORE_LOCK: Mutant = Mutant {
     name: "lock_live_reads_clock_before_lock",
     breaks: "_lock_live reads the clock before it locks the row: a renew or release that waited across its lease's expiry behind a writer that rolled back succeeds on the lapsed lease",
-    kill: Kill::Breaks(Invariant::LapseIsFinal),
-    hunt: &[Mode::Late],
+    kill: Kill::Finding("must re-check under the lock"),
+    hunt: CHECKS,
     edits: &[
         (
             "    v_now     timestamptz;\nBEGIN\n    SELECT l.owner, l.epoch, l.expires_at INTO",
@@ -182,7 +182,7 @@ pub const LOCK_LIVE_READS_CLOCK_BEFORE_LOCK: Mutant = Mutant {
             "       FOR NO KEY UPDATE;\n    IF v_owner = p_owner",
         ),
     ],
-    caught_by: &[],
+    caught_by: &["a_write_that_waited_across_its_leases_expiry_answers_lapsed"],
 };
 
 /// A blocking acquire whose last sleep reaches its deadline sleeps one poll interval

@@ -62,16 +62,24 @@ async fn conformance_checks(
         );
     }
     let report = conformance::run_against(cluster, &files.name, |n| names.contains(&n)).await;
+    // A killing finding decides; else the first other finding; else no verdict.
+    let mut first: Option<(Judged, String)> = None;
     for o in &report.outcomes {
-        match &o.result {
-            Ok(()) => {}
-            Err(Failure::Violation(text)) => {
-                return (judge_finding(kill, text), format!("{}: {text}", o.name))
-            }
-            Err(Failure::Infrastructure(text)) => {
-                return (Judged::Infrastructure, format!("{}: {text}", o.name))
-            }
+        let (judged, text) = match &o.result {
+            Ok(()) => continue,
+            Err(Failure::Violation(text)) => (judge_finding(kill, text), text),
+            Err(Failure::Infrastructure(text)) => (Judged::Infrastructure, text),
+        };
+        let found = (judged, format!("{}: {text}", o.name));
+        if found.0.is_kill() {
+            return found;
         }
+        if first.as_ref().is_none_or(|f| f.0 == Judged::Infrastructure) {
+            first = Some(found);
+        }
+    }
+    if let Some(found) = first {
+        return found;
     }
     if report.outcomes.len() != names.len() {
         return (

@@ -1,0 +1,120 @@
+//! The gate's "matrix" suite: the hostile-session matrix (`harness::matrix`) on the build
+//! under test. Every setting a caller controls (collations, isolation levels, READ ONLY,
+//! TimeZones with a DST change and mixed across sessions, DateStyle/IntervalStyle,
+//! search_path, lock_timeout, statement_timeout): its control (the setting bites), a
+//! campaign judged by the checker (and the exact UTC expiry, the refusals the setting
+//! requires), and at full size the conformance suite under it.
+
+use super::no_verdict::{self, Cause};
+use super::outcome::{CheckResult, SuiteResult};
+use super::suites::{bounded, is_hang, Ctx};
+use super::Size;
+use harness::matrix::{self, CampaignSize, MatrixOptions, Setting, Verdict, Version};
+use std::time::{Duration, Instant};
+
+/// A setting's control, campaign (three at most while it does not show the setting at
+/// work) and conformance suite take a minute or two; this bounds a hang.
+const SETTING_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Calls per campaign: quick 300, full 600 (a setting that needs more to show itself at
+/// work, lock_timeout, keeps its own 1,500).
+fn size(ctx: &Ctx<'_>) -> (CampaignSize, bool) {
+    let ops = match ctx.size {
+        Size::Quick => 300,
+        Size::Full => 600,
+    };
+    let campaign = CampaignSize {
+        ops,
+        seed: ctx.seed,
+        ..CampaignSize::default()
+    };
+    (campaign, ctx.size == Size::Full)
+}
+
+pub async fn matrix(ctx: &Ctx<'_>) -> SuiteResult {
+    let names: Vec<&str> = Setting::ALL.iter().map(|s| s.name()).collect();
+    let why = "it creates collations, schemas of planted objects and per-session settings \
+               as the cluster's superuser";
+    if let Some(skipped) = ctx.unmanaged_skip("matrix", &names, why) {
+        return skipped;
+    }
+    let start = Instant::now();
+    let version = Version::Target(harness::campaign::Target::Build(ctx.build));
+    let (campaign, conformance) = size(ctx);
+    let options = MatrixOptions {
+        size: campaign,
+        under_test: version,
+        compare_0_1_0: false,
+        conformance,
+        ..MatrixOptions::default()
+    };
+    let major = ctx.cluster.version().major;
+    let mut checks = Vec::new();
+    for (k, setting) in Setting::ALL.into_iter().enumerate() {
+        ctx.say(
+            "matrix",
+            &format!("{setting} ({}/{})", k + 1, Setting::ALL.len()),
+        );
+        let options = MatrixOptions {
+            size: CampaignSize {
+                seed: campaign.seed.wrapping_add(k as u64),
+                ..campaign
+            },
+            ..options
+        };
+        let run = async {
+            let rows = matrix::run_one_setting(major, setting, ctx.cluster, &options).await;
+            checks_of(setting, &rows)
+        };
+        let one = bounded(ctx, setting.name(), SETTING_TIMEOUT, async {
+            let mut results = run.await;
+            // One result per setting for the bound: the worst, the others kept below.
+            results.sort_by_key(|c| std::cmp::Reverse(c.status));
+            results.remove(0)
+        })
+        .await;
+        let stop = is_hang(&one);
+        checks.push(one);
+        if stop {
+            break;
+        }
+    }
+    SuiteResult::of("matrix", checks, start.elapsed())
+}
+
+/// A setting's rows as one check result: a finding of any row fails it (naming the
+/// setting's facts), a control that did not bite or a row without verdict is no verdict.
+fn checks_of(setting: Setting, rows: &[matrix::Row]) -> Vec<CheckResult> {
+    let elapsed = Duration::from_secs_f64(rows.iter().map(|r| r.elapsed.as_secs_f64()).sum());
+    let mut out = Vec::new();
+    for row in rows {
+        let what = format!("{setting} {}", row.suite.name());
+        let result = match &row.verdict {
+            Verdict::Pass => CheckResult::passed(setting.name(), elapsed),
+            Verdict::Finding(why) => CheckResult::failed(
+                setting.name(),
+                format!("{what} ({}): {why}", row.figures),
+                elapsed,
+            ),
+            Verdict::NotExercised(why) => CheckResult::infrastructure(
+                setting.name(),
+                Cause::NotExercised.message(format!("{what}: {why}")),
+                elapsed,
+            ),
+            Verdict::Infrastructure(why) => CheckResult::infrastructure(
+                setting.name(),
+                no_verdict::of_text(why).message(format!("{what}: {why}")),
+                elapsed,
+            ),
+        };
+        out.push(result);
+    }
+    if out.is_empty() {
+        out.push(CheckResult::infrastructure(
+            setting.name(),
+            Cause::Harness.message("the setting gave no row"),
+            elapsed,
+        ));
+    }
+    out
+}
