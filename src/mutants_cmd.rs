@@ -146,7 +146,7 @@ fn catalogue_table() -> String {
             "| {name} | {} | {} | {} | {}{} |",
             e.mutation()
                 .map_or("-".to_string(), |m| format!("`{}`", m.name())),
-            invariants(&e.invariants()),
+            invariants(&e),
             e.killed_by().replace('|', "\\|"),
             e.breaks().replace('|', "\\|"),
             match e {
@@ -158,8 +158,14 @@ fn catalogue_table() -> String {
     s
 }
 
-/// "10 or 11"; "- (stall)" when there is none.
-fn invariants(list: &[model::Invariant]) -> String {
+/// "10 or 11"; "- (stall)" or "- (finding)" when there is none.
+fn invariants(e: &mutants::Entry) -> String {
+    let list = e.invariants();
+    if let mutants::Entry::Sql(m) = e {
+        if matches!(m.kill, mutants::Kill::Finding(_)) {
+            return "- (finding)".to_string();
+        }
+    }
     if list.is_empty() {
         return "- (stall)".to_string();
     }
@@ -202,6 +208,16 @@ struct Outcome {
 impl Outcome {
     fn killed(&self) -> usize {
         self.hunts.iter().filter(|h| h.killed()).count()
+    }
+
+    /// The hunts that ended without a verdict (a mutant that did not install, a harness
+    /// failure, a hang outside the target): the catalogue's gate-strength figure beside
+    /// the kill rate, whose goal is 0.
+    fn no_verdict(&self) -> Vec<&HuntReport> {
+        self.hunts
+            .iter()
+            .filter(|h| matches!(h.status, Status::Infrastructure(_)))
+            .collect()
     }
 
     fn exit_code(&self) -> i32 {
@@ -274,6 +290,22 @@ fn render_summary(o: &Outcome) -> String {
         0.0
     };
     let _ = writeln!(s, "kill rate: {}/{n} ({rate:.0}%)", o.killed());
+    let none = o.no_verdict();
+    let _ = writeln!(
+        s,
+        "no verdict: {}/{n} (goal 0){}",
+        none.len(),
+        match none.is_empty() {
+            true => String::new(),
+            false => format!(
+                ": {}",
+                none.iter()
+                    .map(|h| h.target.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    );
     let free: Vec<&Run> = o
         .hunts
         .iter()
@@ -332,6 +364,7 @@ fn to_json(o: &Outcome, postgres: &str) -> serde_json::Value {
     serde_json::json!({
         "postgres": postgres,
         "killed": o.killed(),
+        "no_verdict": o.no_verdict().len(),
         "mutants": o.hunts.len(),
         "hunts": o.hunts.iter().map(hunt_json).collect::<Vec<_>>(),
         "control": hunt_json(&o.control),

@@ -321,7 +321,7 @@ impl Session {
         self.client
             .query(&step.statement, &params)
             .await
-            .map_err(|e| self.step_error(step, &e.to_string()))
+            .map_err(|e| self.step_error(step, &describe(&e)))
     }
 
     fn step_error(&self, step: &Step, message: &str) -> BenchError {
@@ -330,6 +330,21 @@ impl Session {
             step: step.name.clone(),
             message: format!("client {}: {message}", self.id),
         }
+    }
+}
+
+/// A driver error for people: the server's code, message and, when it was raised inside
+/// the target's code, where (an answer outside the API, not the bench's failure).
+fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) if harness::fate::raised_in_target(db) => format!(
+            "{}: {} (raised inside the target: {})",
+            db.code().code(),
+            db.message(),
+            harness::fate::target_frames(db)
+        ),
+        Some(db) => format!("{}: {}", db.code().code(), db.message()),
+        None => e.to_string(),
     }
 }
 

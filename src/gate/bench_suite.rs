@@ -39,7 +39,14 @@ pub async fn bench(ctx: &Ctx<'_>) -> SuiteResult {
     );
     let result = match measured(ctx).await {
         Ok(result) => result,
+        // A call the target answered with an error from inside its code: the build's
+        // answer outside its API kept the bench from measuring, a finding.
+        Err(why) if why.contains("raised inside the target") => {
+            let check = CheckResult::failed("bench", why, start.elapsed());
+            return SuiteResult::of("bench", vec![check], start.elapsed());
+        }
         Err(why) => {
+            let why = super::no_verdict::of_text(&why).message(why);
             let check = CheckResult::infrastructure("bench", why, start.elapsed());
             return SuiteResult::of("bench", vec![check], start.elapsed());
         }

@@ -86,9 +86,15 @@ pub async fn matrix(ctx: &Ctx<'_>) -> SuiteResult {
 /// setting's facts), a control that did not bite or a row without verdict is no verdict.
 fn checks_of(setting: Setting, rows: &[matrix::Row]) -> Vec<CheckResult> {
     let elapsed = Duration::from_secs_f64(rows.iter().map(|r| r.elapsed.as_secs_f64()).sum());
+    // The setting as the control describes it (what was set, e.g. the TimeZones).
+    let setting_facts = rows
+        .iter()
+        .find(|r| r.suite == matrix::Suite::Control)
+        .map(|r| r.figures.clone())
+        .unwrap_or_default();
     let mut out = Vec::new();
     for row in rows {
-        let what = format!("{setting} {}", row.suite.name());
+        let what = format!("{setting} {} [{setting_facts}]", row.suite.name());
         let result = match &row.verdict {
             Verdict::Pass => CheckResult::passed(setting.name(), elapsed),
             Verdict::Finding(why) => CheckResult::failed(

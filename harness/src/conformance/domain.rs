@@ -260,7 +260,10 @@ fn op_of(call: &Call) -> model::Op<String, String> {
 /// Runs `cases` against a fresh database of the check (the watched keys seeded), each
 /// judged by the spec; the first failures (at most 3) as one finding, prefixed `what`.
 async fn run_all(ctx: &Ctx<'_>, cases: &[Call], what: &str) -> CheckResult {
-    let (db, su) = ctx.db().await?;
+    let (db, _) = ctx.db().await?;
+    // The superuser reads the table and the clock without the check's settings (a planted
+    // search_path must not answer the judge's own reads); the caller runs under them.
+    let su = ctx.cluster.connect(&db).await.map_err(infra)?;
     let caller = ctx.connect(&db).await?;
     let target = Target {
         su: &su,

@@ -62,35 +62,65 @@ pub const RENEW_SPINS_ON_A_FREE_KEY: Mutant = Mutant {
     caught_by: &["every_call_answers_on_every_state_within_its_bound"],
 };
 
-/// The lease table's epoch column is `integer`: epochs overflow at 2^31 - 1.
+/// The lease table's epoch column is `integer` (the calls cast it back to `bigint`, so the
+/// API looks right): epochs overflow at 2^31 - 1, and whoever reads the table meets an
+/// `integer`.
 pub const EPOCH_COLUMN_IS_INTEGER: Mutant = Mutant {
     name: "epoch_column_is_integer",
-    breaks:
-        "the lease table's epoch column is integer, not bigint: a key's epoch cannot pass 2^31 - 1",
+    breaks: "the lease table's epoch column is integer, not bigint (the calls cast it): a key's epoch cannot pass 2^31 - 1",
     kill: Kill::Finding("bigint"),
     hunt: CHECKS,
-    edits: &[(
-        "    ALTER COLUMN owner TYPE text COLLATE \"C\";\n",
-        "    ALTER COLUMN owner TYPE text COLLATE \"C\",\n    ALTER COLUMN epoch TYPE integer;\n",
-    )],
+    edits: &[
+        (
+            "    ALTER COLUMN owner TYPE text COLLATE \"C\";\n",
+            "    ALTER COLUMN owner TYPE text COLLATE \"C\",\n    ALTER COLUMN epoch TYPE integer;\n",
+        ),
+        (
+            "        ON CONFLICT (key) DO NOTHING\n        RETURNING l.epoch, l.expires_at;",
+            "        ON CONFLICT (key) DO NOTHING\n        RETURNING l.epoch::bigint, l.expires_at;",
+        ),
+        (
+            "         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch, l.expires_at;",
+            "         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch::bigint, l.expires_at;",
+        ),
+        (
+            "CASE WHEN live THEN l.owner END, l.epoch,",
+            "CASE WHEN live THEN l.owner END, l.epoch::bigint,",
+        ),
+    ],
     caught_by: &[
         "the_api_and_the_lease_table_have_the_contracts_types",
         "epochs_count_past_2_31",
     ],
 };
 
-/// The lease table's expires_at column is `timestamp` without time zone: every session
-/// stores and reads it in its own TimeZone, so two sessions in different zones disagree
-/// about when a lease lapses (two holders at once).
+/// The lease table's expires_at column is `timestamp` without time zone (the calls cast it
+/// to `timestamptz` in the caller's TimeZone, so one session sees nothing wrong): every
+/// session stores and reads expiries in its own TimeZone, so two sessions in different
+/// zones disagree about when a lease lapses (one takes over a live lease).
 pub const EXPIRES_AT_WITHOUT_TIME_ZONE: Mutant = Mutant {
     name: "expires_at_without_time_zone",
-    breaks: "the lease table's expires_at column is timestamp without time zone: sessions in different TimeZones disagree about expiry (one takes over a live lease)",
+    breaks: "the lease table's expires_at column is timestamp without time zone (the calls cast it in the caller's TimeZone): sessions in different TimeZones disagree about expiry",
     kill: Kill::Finding("timestamp with time zone"),
     hunt: &[Mode::Checks, Mode::Matrix("timezones-mixed")],
-    edits: &[(
-        "    ALTER COLUMN owner TYPE text COLLATE \"C\";\n",
-        "    ALTER COLUMN owner TYPE text COLLATE \"C\",\n    ALTER COLUMN expires_at TYPE timestamp;\n",
-    )],
+    edits: &[
+        (
+            "    ALTER COLUMN owner TYPE text COLLATE \"C\";\n",
+            "    ALTER COLUMN owner TYPE text COLLATE \"C\",\n    ALTER COLUMN expires_at TYPE timestamp;\n",
+        ),
+        (
+            "        ON CONFLICT (key) DO NOTHING\n        RETURNING l.epoch, l.expires_at;",
+            "        ON CONFLICT (key) DO NOTHING\n        RETURNING l.epoch, l.expires_at::timestamptz;",
+        ),
+        (
+            "         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch, l.expires_at;",
+            "         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch, l.expires_at::timestamptz;",
+        ),
+        (
+            "CASE WHEN live THEN l.expires_at END",
+            "CASE WHEN live THEN l.expires_at::timestamptz END",
+        ),
+    ],
     caught_by: &["the_api_and_the_lease_table_have_the_contracts_types"],
 };
 

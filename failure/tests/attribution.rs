@@ -1,0 +1,52 @@
+//! A fault check meeting a build whose calls keep its situation from arising, or that
+//! answers outside its API while the check runs, fails with a finding saying so: never "the
+//! fault could not be injected", never no verdict. The shipped build reaches both
+//! situations (failure/tests/faults.rs).
+
+use harness::extension::ExtensionFiles;
+use harness::pg::{test_majors, PgInstall};
+use nemesis::checks::{self, CheckFailure};
+use nemesis::Fault;
+
+fn build(name: &str) -> ExtensionFiles {
+    let m = harness::mutants::find(name).expect("a catalogued mutant");
+    ExtensionFiles::mutant(m).expect("the mutant applies")
+}
+
+/// A build that leaks `synchronous_commit = off` into the caller's transaction: the
+/// commit-crash check's COMMIT never waits for the (missing) synchronous standby, so the
+/// crash's turn never comes. The check names that the situation never arose and what the
+/// backend did instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_that_keeps_a_fault_checks_situation_from_arising_is_a_finding() {
+    let major = test_majors()[0];
+    let install = PgInstall::ensure(major).expect("PostgreSQL");
+    let leaking = build("acquire_leaks_synchronous_commit_off");
+    let result = checks::run(Fault::CommitCrash, &install, &leaking, None).await;
+    match &result {
+        Err(CheckFailure::Unexpected(why)) => {
+            assert!(why.contains("the situation never arose"), "{why}");
+            assert!(why.contains("SyncRep"), "{why}");
+        }
+        Err(other) => panic!("{} {other}", other.name()),
+        Ok(p) => panic!("passed: {}", p.verdict),
+    }
+}
+
+/// A build that raises an error outside its contract inside its code (a SQL injection in
+/// its failure-status lookup): the crash check's campaign stops at that answer before the
+/// crash's turn, and the check fails with it, not with "could not be injected".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_that_errs_before_the_faults_turn_is_a_finding_not_a_fault_not_injected() {
+    let major = test_majors()[0];
+    let install = PgInstall::ensure(major).expect("PostgreSQL");
+    let injecting = build("status_lookup_injects_key");
+    let result = checks::run(Fault::Crash, &install, &injecting, None).await;
+    match &result {
+        Err(CheckFailure::Unexpected(why)) => {
+            assert!(why.contains("SQLSTATE 42601 inside the target"), "{why}");
+        }
+        Err(other) => panic!("{} {other}", other.name()),
+        Ok(p) => panic!("passed: {}", p.verdict),
+    }
+}
