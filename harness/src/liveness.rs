@@ -25,7 +25,15 @@ pub struct Backend {
     pub shown: String,
     /// Active, and on the CPU or in a timed sleep.
     pub executing: bool,
+    /// When its statement started (server time, as text): the same statement across two
+    /// looks.
+    pub statement_start: String,
 }
+
+/// How long [`still_executing`] waits between its two looks: a statement that was only
+/// slowed (a server paused and resumed, a loaded machine) ends within it, one that does
+/// not return does not.
+pub const SECOND_LOOK: Duration = Duration::from_secs(1);
 
 /// What backend `pid` is doing, asked on `admin` within `limit`; `None` when the server
 /// does not say (it is not reachable, or the backend is gone).
@@ -37,7 +45,8 @@ pub async fn backend(admin: &Client, pid: i32, limit: Duration) -> Option<Backen
                 round(extract(epoch FROM pg_catalog.clock_timestamp() - query_start)::numeric, 1), \
                 coalesce(wait_event_type || ':' || wait_event, 'none (on the CPU)'), \
                 pg_catalog.left(query, 300)), \
-                state = 'active' AND (wait_event_type IS NULL OR wait_event_type = 'Timeout') \
+                state = 'active' AND (wait_event_type IS NULL OR wait_event_type = 'Timeout'), \
+                coalesce(query_start::text, '') \
            FROM pg_catalog.pg_stat_activity WHERE pid = $1",
         &params,
     );
@@ -45,7 +54,19 @@ pub async fn backend(admin: &Client, pid: i32, limit: Duration) -> Option<Backen
     Some(Backend {
         shown: row.try_get(0).ok()?,
         executing: row.try_get(1).ok()?,
+        statement_start: row.try_get(2).ok()?,
     })
+}
+
+/// Backend `pid` when the server is executing its statement at two looks [`SECOND_LOOK`]
+/// apart, the same statement both times (the second look's state); `None` otherwise, or
+/// when the server does not say.
+pub async fn still_executing(admin: &Client, pid: i32, limit: Duration) -> Option<Backend> {
+    let first = backend(admin, pid, limit).await.filter(|b| b.executing)?;
+    tokio::time::sleep(SECOND_LOOK).await;
+    backend(admin, pid, limit)
+        .await
+        .filter(|b| b.executing && b.statement_start == first.statement_start)
 }
 
 /// Why `what`, made on backend `pid`, gave no answer within `bound`: the finding when the
@@ -59,7 +80,11 @@ pub async fn no_answer(
     what: &str,
     bound: Duration,
 ) -> Result<String, String> {
-    let seen = backend(admin, pid, CALL_BOUND).await;
+    let executing = still_executing(admin, pid, CALL_BOUND).await;
+    let seen = match executing {
+        Some(b) => Some(b),
+        None => backend(admin, pid, CALL_BOUND).await,
+    };
     let _ = tokio::time::timeout(CALL_BOUND, cancel.cancel_query(NoTls)).await;
     match seen {
         Some(b) if b.executing => Ok(format!(

@@ -479,13 +479,11 @@ impl Recorder {
     pub async fn executing(&self, pid: i32) -> Option<String> {
         let ask = async {
             let client = self.open().await.ok()?;
-            let backend = crate::liveness::backend(&client, pid, self.call_timeout).await?;
-            backend.executing.then_some(backend.shown)
+            let backend = crate::liveness::still_executing(&client, pid, self.call_timeout).await?;
+            Some(backend.shown)
         };
-        tokio::time::timeout(self.call_timeout, ask)
-            .await
-            .ok()
-            .flatten()
+        let limit = self.call_timeout * 2 + crate::liveness::SECOND_LOOK;
+        tokio::time::timeout(limit, ask).await.ok().flatten()
     }
 
     /// The fate of the transaction `xid` as the server tells it on a fresh connection:

@@ -207,10 +207,12 @@ where
 }
 
 /// The backends executing a call of the target (active, on the CPU or in a timed sleep,
-/// running a statement that names schema `lease`), one a line; none, or the server did not
-/// say, is `None`.
+/// running a statement that names schema `lease`), the same statement at two looks
+/// [`harness::liveness::SECOND_LOOK`] apart, one a line; none, or the server did not say,
+/// is `None`.
 async fn executing_target(cluster: &Cluster) -> Option<String> {
-    let query = "SELECT pg_catalog.format('  db %s pid %s for %s s (wait event %s): %s', datname, pid, \
+    let query = "SELECT pid, coalesce(query_start::text, ''), \
+                 pg_catalog.format('  db %s pid %s for %s s (wait event %s): %s', datname, pid, \
                  round(extract(epoch FROM pg_catalog.clock_timestamp() - query_start)::numeric, 1), \
                  coalesce(wait_event_type || ':' || wait_event, 'none, on the CPU'), query) \
                  FROM pg_catalog.pg_stat_activity WHERE pid <> pg_catalog.pg_backend_pid() \
@@ -219,11 +221,25 @@ async fn executing_target(cluster: &Cluster) -> Option<String> {
                  AND query LIKE '%lease.%'";
     let ask = async {
         let client = cluster.connect("postgres").await.ok()?;
-        let rows = client.query(query, &[]).await.ok()?;
-        let lines: Vec<String> = rows.iter().filter_map(|r| r.try_get(0).ok()).collect();
+        let look = || async {
+            let rows = client.query(query, &[]).await.ok()?;
+            let seen: Vec<(i32, String, String)> = rows
+                .iter()
+                .filter_map(|r| Some((r.try_get(0).ok()?, r.try_get(1).ok()?, r.try_get(2).ok()?)))
+                .collect();
+            Some(seen)
+        };
+        let first = look().await?;
+        tokio::time::sleep(harness::liveness::SECOND_LOOK).await;
+        let second = look().await?;
+        let lines: Vec<String> = second
+            .into_iter()
+            .filter(|(pid, start, _)| first.iter().any(|(p, s, _)| p == pid && s == start))
+            .map(|(_, _, line)| line)
+            .collect();
         (!lines.is_empty()).then(|| lines.join("\n"))
     };
-    tokio::time::timeout(Duration::from_secs(10), ask)
+    tokio::time::timeout(Duration::from_secs(15), ask)
         .await
         .ok()
         .flatten()

@@ -128,7 +128,7 @@ pub fn valid_cases() -> Vec<Call> {
             },
         ]
     };
-    for name in valid_names() {
+    for (i, name) in valid_names().into_iter().enumerate() {
         cases.extend(cycle(
             name.clone(),
             "o".into(),
@@ -136,7 +136,7 @@ pub fn valid_cases() -> Vec<Call> {
             zero.clone(),
         ));
         cases.extend(cycle(
-            format!("owner {name}"),
+            format!("owner-{i}"),
             name,
             minute.clone(),
             zero.clone(),

@@ -749,11 +749,13 @@ impl<'a> Runner<'a> {
     }
 
     async fn hang(&mut self, slot: usize, step: usize, after: Duration) -> RunError {
-        let seen =
-            crate::liveness::backend(self.monitor, self.pid(slot), self.options.step_timeout)
-                .await
-                .filter(|b| b.executing)
-                .map(|b| b.shown);
+        let seen = crate::liveness::still_executing(
+            self.monitor,
+            self.pid(slot),
+            self.options.step_timeout,
+        )
+        .await
+        .map(|b| b.shown);
         if let Err(e) = monitor::cancel(self.monitor, self.pid(slot)).await {
             return e.into();
         }
