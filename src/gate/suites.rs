@@ -184,8 +184,8 @@ where
     let start = Instant::now();
     match tokio::time::timeout(timeout, check).await {
         Ok(result) => result,
-        Err(_) => match executing_target(ctx.cluster).await {
-            Some(backends) => CheckResult::failed(
+        Err(_) => match executing_target(ctx.cluster, Duration::ZERO).await {
+            Some((_, backends)) => CheckResult::failed(
                 name,
                 format!(
                     "{name} did not finish within {timeout:?} while the server was executing \
@@ -207,10 +207,10 @@ where
 }
 
 /// The backends executing a call of the target (active, on the CPU or in a timed sleep,
-/// running a statement that names schema `lease`), the same statement at two looks
-/// [`harness::liveness::SECOND_LOOK`] apart, one a line; none, or the server did not say,
-/// is `None`.
-async fn executing_target(cluster: &Cluster) -> Option<String> {
+/// running a statement that names schema `lease`, started more than `older_than` ago), the
+/// same statement at two looks [`harness::liveness::SECOND_LOOK`] apart: their pids, and
+/// one line each; none, or the server did not say, is `None`.
+async fn executing_target(cluster: &Cluster, older_than: Duration) -> Option<(Vec<i32>, String)> {
     let query = "SELECT pid, coalesce(query_start::text, ''), \
                  pg_catalog.format('  db %s pid %s for %s s (wait event %s): %s', datname, pid, \
                  round(extract(epoch FROM pg_catalog.clock_timestamp() - query_start)::numeric, 1), \
@@ -218,11 +218,13 @@ async fn executing_target(cluster: &Cluster) -> Option<String> {
                  FROM pg_catalog.pg_stat_activity WHERE pid <> pg_catalog.pg_backend_pid() \
                  AND backend_type = 'client backend' AND state = 'active' \
                  AND (wait_event_type IS NULL OR wait_event_type = 'Timeout') \
-                 AND query LIKE '%lease.%'";
+                 AND query LIKE '%lease.%' \
+                 AND pg_catalog.clock_timestamp() - query_start > $1::float8 * interval '1 second'";
+    let older = older_than.as_secs_f64();
     let ask = async {
         let client = cluster.connect("postgres").await.ok()?;
         let look = || async {
-            let rows = client.query(query, &[]).await.ok()?;
+            let rows = client.query(query, &[&older]).await.ok()?;
             let seen: Vec<(i32, String, String)> = rows
                 .iter()
                 .filter_map(|r| Some((r.try_get(0).ok()?, r.try_get(1).ok()?, r.try_get(2).ok()?)))
@@ -232,12 +234,13 @@ async fn executing_target(cluster: &Cluster) -> Option<String> {
         let first = look().await?;
         tokio::time::sleep(harness::liveness::SECOND_LOOK).await;
         let second = look().await?;
-        let lines: Vec<String> = second
+        let still: Vec<(i32, String, String)> = second
             .into_iter()
             .filter(|(pid, start, _)| first.iter().any(|(p, s, _)| p == pid && s == start))
-            .map(|(_, _, line)| line)
             .collect();
-        (!lines.is_empty()).then(|| lines.join("\n"))
+        let pids = still.iter().map(|(pid, _, _)| *pid).collect();
+        let lines: Vec<String> = still.into_iter().map(|(_, _, line)| line).collect();
+        (!lines.is_empty()).then(|| (pids, lines.join("\n")))
     };
     tokio::time::timeout(Duration::from_secs(15), ask)
         .await
@@ -283,24 +286,90 @@ async fn installcheck(ctx: &Ctx<'_>) -> SuiteResult {
         let check = CheckResult::infrastructure(NAME, why, start.elapsed());
         return SuiteResult::of("installcheck", vec![check], start.elapsed());
     };
-    let run = tokio::task::block_in_place(|| {
-        harness::installcheck::run_within(
-            ctx.cluster,
-            dir,
-            ctx.extension(),
-            harness::installcheck::DEFAULT_TIMEOUT,
-        )
+    // make runs on a thread of its own; beside it a watchdog cancels any statement of the
+    // target the server has been executing for longer than any test's waits (the test then
+    // fails with a diff, and the suite with the finding that the target hangs).
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (run, hung) = tokio::task::block_in_place(|| {
+        std::thread::scope(|scope| {
+            let make = scope.spawn(|| {
+                let run = harness::installcheck::run_within(
+                    ctx.cluster,
+                    dir,
+                    ctx.extension(),
+                    harness::installcheck::DEFAULT_TIMEOUT,
+                );
+                done.store(true, std::sync::atomic::Ordering::Relaxed);
+                run
+            });
+            let hung = tokio::runtime::Handle::current()
+                .block_on(cancel_hanging_calls(ctx.cluster, &done));
+            let run = match make.join() {
+                Ok(run) => run.map_err(|e| e.to_string()),
+                Err(_) => Err("the installcheck thread panicked".to_string()),
+            };
+            (run, hung)
+        })
     });
-    let check = match run {
-        Ok(report) if report.passed => CheckResult::passed(NAME, start.elapsed()),
-        Ok(report) => CheckResult::failed(
+    let check = match (run, hung) {
+        (Ok(report), Some(hang)) => CheckResult::failed(
+            NAME,
+            format!(
+                "{hang}\n{}\n{}\n{}",
+                harness::liveness::HANGS,
+                tail(&report.output, 40),
+                tail(&report.diffs, 200)
+            ),
+            start.elapsed(),
+        ),
+        (Err(_), Some(hang)) => CheckResult::failed(
+            NAME,
+            format!("{hang}\n{}", harness::liveness::HANGS),
+            start.elapsed(),
+        ),
+        (Ok(report), None) if report.passed => CheckResult::passed(NAME, start.elapsed()),
+        (Ok(report), None) => CheckResult::failed(
             NAME,
             format!("{}\n{}", tail(&report.output, 40), tail(&report.diffs, 200)),
             start.elapsed(),
         ),
-        Err(e) => CheckResult::infrastructure(NAME, e.to_string(), start.elapsed()),
+        (Err(e), None) => {
+            CheckResult::infrastructure(NAME, no_verdict::of_text(&e).message(e), start.elapsed())
+        }
     };
     SuiteResult::of("installcheck", vec![check], start.elapsed())
+}
+
+/// No statement of the regression and isolation suites runs this long (their waits are a
+/// few seconds): one of the target's that the server executes past it hangs.
+const INSTALLCHECK_CALL_BOUND: Duration = Duration::from_secs(60);
+
+/// Until `done`, every 5 s: the calls of the target the server has been executing for
+/// longer than [`INSTALLCHECK_CALL_BOUND`] are cancelled; what they were, if any.
+async fn cancel_hanging_calls(
+    cluster: &Cluster,
+    done: &std::sync::atomic::AtomicBool,
+) -> Option<String> {
+    let mut seen = None;
+    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        if let Some((pids, lines)) = executing_target(cluster, INSTALLCHECK_CALL_BOUND).await {
+            if let Ok(client) = cluster.connect("postgres").await {
+                for pid in pids {
+                    let _ = client
+                        .query("SELECT pg_catalog.pg_cancel_backend($1)", &[&pid])
+                        .await;
+                }
+            }
+            seen.get_or_insert_with(|| {
+                format!(
+                    "calls of the target the server executed for more than \
+                     {INSTALLCHECK_CALL_BOUND:?} (cancelled):\n{lines}"
+                )
+            });
+        }
+    }
+    seen
 }
 
 /// The last `n` lines of `text`.
