@@ -59,6 +59,15 @@ enum Command {
     /// Run the named fault checks (crash, restart, kill, cancel, pause, cut, lapse, ...),
     /// one summary line each: exit 0 all passed, 1 a finding, 2 a check could not run.
     Faults(faults_cmd::FaultsArgs),
+    /// Write a released version of pg_lease (0.1.0 or 0.2.0, from the released scripts kept
+    /// in extension/) as a build directory: DIR/pg_lease.control and the scripts CREATE
+    /// EXTENSION runs for it, for `leasecheck gate --extension DIR`.
+    ExportRelease {
+        /// The released version.
+        version: String,
+        /// The directory to write (created if missing).
+        dir: PathBuf,
+    },
 }
 
 #[derive(Debug, clap::Args, Default)]
@@ -152,7 +161,31 @@ fn real_main(command: Command) -> anyhow::Result<i32> {
         Command::Mutants(args) => mutants_cmd::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
         Command::Faults(args) => faults_cmd::run(&args),
+        Command::ExportRelease { version, dir } => export_release(&version, &dir).map(|()| EXIT_OK),
     }
+}
+
+/// Writes the released `version` as a build directory `dir` (the extension named pg_lease).
+fn export_release(version: &str, dir: &std::path::Path) -> anyhow::Result<()> {
+    use harness::extension::Release;
+    let release = Release::from_version(version).with_context(|| {
+        let known: Vec<&str> = Release::ALL.iter().map(|r| r.version()).collect();
+        format!(
+            "no released version {version:?} (known: {})",
+            known.join(", ")
+        )
+    })?;
+    let files = release.files(harness::extension::NAME);
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let control = dir.join(format!("{}.control", files.name));
+    std::fs::write(&control, &files.control)
+        .with_context(|| format!("writing {}", control.display()))?;
+    for (name, text) in &files.scripts {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    println!("pg_lease {version}: {}", dir.display());
+    Ok(())
 }
 
 pub(crate) fn start(major: u32) -> anyhow::Result<(PgInstall, Cluster)> {

@@ -7,7 +7,7 @@
 mod common;
 
 use common::only_dir;
-use harness::extension::{BASE_SCRIPT, CONTROL, SCRIPT};
+use harness::extension::{CONTROL, SCRIPT, VERSION};
 use std::path::Path;
 
 const RUN: &[&str] = &[
@@ -41,8 +41,7 @@ fn renew_sleeps(dir: &Path) {
     let name = "pg_lease_renew_sleeps";
     let files = [
         (format!("{name}.control"), CONTROL.to_string()),
-        (format!("{name}--0.1.0.sql"), BASE_SCRIPT.to_string()),
-        (format!("{name}--0.1.0--0.2.0.sql"), script),
+        (format!("{name}--{VERSION}.sql"), script),
     ];
     for (file, text) in files {
         std::fs::write(dir.join(file), text).expect("writing the mutant");

@@ -265,7 +265,16 @@ fn a_server_running_another_build_or_none_gives_no_verdict() {
             })
             .collect(),
     };
-    let cluster = server_with(rename(&mutant));
+    // The server has the shipped build's files with the mutant's install script: the same
+    // file names, another build.
+    let mut server_files = rename(&ExtensionFiles::pg_lease());
+    let mutated = rename(&mutant);
+    for (file, text) in &mutated.scripts {
+        if let Some(slot) = server_files.scripts.iter_mut().find(|(f, _)| f == file) {
+            slot.1 = text.clone();
+        }
+    }
+    let cluster = server_with(server_files);
     let build = tempfile::tempdir().unwrap();
     for (file, text) in rename(&ExtensionFiles::pg_lease()).scripts.iter().chain(
         [(

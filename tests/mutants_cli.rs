@@ -62,26 +62,20 @@ fn export_writes_each_mutant_as_a_standalone_extension() {
             files,
             vec![
                 "install.sql".to_string(),
-                format!("{name}--0.1.0--0.2.0.sql"),
-                format!("{name}--0.1.0.sql"),
+                format!("{name}--0.3.0.sql"),
                 format!("{name}.control"),
             ],
             "{name}"
         );
         let install = std::fs::read_to_string(sub.join("install.sql")).expect("install.sql");
-        let base = std::fs::read_to_string(sub.join(&files[2])).expect("the base script");
-        assert!(
-            install.starts_with(&base),
-            "{name}: install.sql begins with the base"
-        );
-        assert!(install.ends_with(&update_text(&sub, &files[1])), "{name}");
-        let update = update_text(&sub, &files[1]);
-        assert_ne!(update, harness::extension::SCRIPT, "{name}: not mutated");
+        let script = update_text(&sub, &files[1]);
+        assert_eq!(install, script, "{name}: install.sql is the install script");
+        assert_ne!(script, harness::extension::SCRIPT, "{name}: not mutated");
         for (_, to) in m.edits {
-            assert!(update.contains(to), "{name}: edit not applied");
+            assert!(script.contains(to), "{name}: edit not applied");
         }
-        let control = std::fs::read_to_string(sub.join(&files[3])).expect("the control file");
-        assert!(control.contains("default_version = '0.2.0'"), "{control}");
+        let control = std::fs::read_to_string(sub.join(&files[2])).expect("the control file");
+        assert!(control.contains("default_version = '0.3.0'"), "{control}");
     }
     // One mutant only, by name.
     let one = tempfile::tempdir().expect("a temp dir");
@@ -106,7 +100,7 @@ fn an_unknown_mutant_is_refused_with_the_known_names() {
 }
 
 fn update_text(dir: &Path, file: &str) -> String {
-    std::fs::read_to_string(dir.join(file)).expect("the update script")
+    std::fs::read_to_string(dir.join(file)).expect("the script")
 }
 
 fn names(dir: &Path) -> Vec<String> {
@@ -124,7 +118,7 @@ fn names(dir: &Path) -> Vec<String> {
 }
 
 /// An exported `install.sql` is one whole install: given as the only script of an
-/// extension, `CREATE EXTENSION` installs 0.2.0 with the mutant's definitions on a real
+/// extension, `CREATE EXTENSION` installs 0.3.0 with the mutant's definitions on a real
 /// server (a throwaway cluster of the first tested major).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exported_install_sql_installs_the_mutant() {
@@ -139,7 +133,7 @@ async fn an_exported_install_sql_installs_the_mutant() {
         control: std::fs::read_to_string(sub.join("pg_lease_release_keeps_epoch.control"))
             .expect("the control file"),
         scripts: vec![(
-            format!("{name}--0.2.0.sql"),
+            format!("{name}--0.3.0.sql"),
             std::fs::read_to_string(sub.join("install.sql")).expect("install.sql"),
         )],
     };
@@ -155,7 +149,7 @@ async fn an_exported_install_sql_installs_the_mutant() {
     let version = harness::extension::installed_version(&client, name)
         .await
         .expect("the version query");
-    assert_eq!(version.as_deref(), Some("0.2.0"));
+    assert_eq!(version.as_deref(), Some("0.3.0"));
     let release: String = client
         .query_one(
             "SELECT prosrc FROM pg_catalog.pg_proc WHERE oid = 'lease.release(text,text,bigint)'::regprocedure",

@@ -406,13 +406,18 @@ SELECT acquired, epoch FROM lease.acquire('limits', 'a', interval '1 microsecond
 SELECT acquired, epoch FROM lease.acquire(repeat('é', 512), 'a', interval '1 min');
 
 --------------------------------------------------------------------------
--- Privileges: the table is extension-internal; the functions are the API,
--- SECURITY DEFINER with a pinned search_path.
+-- Privileges: the table and the helpers live in lease_internal, which only
+-- a superuser can use; schema lease holds the API alone, SECURITY DEFINER
+-- with a pinned search_path.
 --------------------------------------------------------------------------
 SELECT p.oid::regprocedure AS function, p.prosecdef AS secdef, p.proconfig,
        p.provolatile AS vol
   FROM pg_proc AS p
  WHERE p.pronamespace = 'lease'::regnamespace
+ ORDER BY p.proname;
+SELECT p.proname, p.prosecdef AS secdef, p.proconfig, p.provolatile AS vol
+  FROM pg_proc AS p
+ WHERE p.pronamespace = 'lease_internal'::regnamespace
  ORDER BY p.proname;
 
 CREATE ROLE regress_pg_lease_user;
@@ -422,16 +427,19 @@ SELECT p.proname,
  WHERE p.pronamespace = 'lease'::regnamespace
  ORDER BY p.proname;
 SELECT has_schema_privilege('regress_pg_lease_user', 'lease', 'USAGE') AS schema_usage,
-       has_table_privilege('regress_pg_lease_user', 'lease.leases', 'SELECT') AS tbl_select,
-       has_table_privilege('regress_pg_lease_user', 'lease.leases', 'INSERT') AS tbl_insert,
-       has_table_privilege('regress_pg_lease_user', 'lease.leases', 'UPDATE') AS tbl_update,
-       has_table_privilege('regress_pg_lease_user', 'lease.leases', 'DELETE') AS tbl_delete;
+       has_schema_privilege('regress_pg_lease_user', 'lease_internal', 'USAGE') AS internal_usage,
+       has_schema_privilege('regress_pg_lease_user', 'lease_dump', 'USAGE') AS dump_usage,
+       has_table_privilege('regress_pg_lease_user', 'lease_internal.leases', 'SELECT') AS tbl_select,
+       has_table_privilege('regress_pg_lease_user', 'lease_internal.leases', 'INSERT') AS tbl_insert,
+       has_table_privilege('regress_pg_lease_user', 'lease_internal.leases', 'UPDATE') AS tbl_update,
+       has_table_privilege('regress_pg_lease_user', 'lease_internal.leases', 'DELETE') AS tbl_delete;
 
 SET ROLE regress_pg_lease_user;
-SELECT * FROM lease.leases;
-UPDATE lease.leases SET epoch = 1;
-DELETE FROM lease.leases;
-SELECT lease._text_problem('key', NULL);
+SELECT * FROM lease_internal.leases;
+UPDATE lease_internal.leases SET epoch = 1;
+DELETE FROM lease_internal.leases;
+SELECT * FROM lease_dump.leases;
+SELECT lease_internal._text_problem('key', NULL);
 SELECT acquired, epoch FROM lease.acquire('priv', 'unprivileged', interval '1 min');
 SELECT status FROM lease.renew('priv', 'unprivileged', 1, interval '1 min');
 SELECT held, owner, epoch FROM lease.inspect('priv');
@@ -456,12 +464,28 @@ RESET search_path;
 DROP SCHEMA regress_shadow CASCADE;
 
 --------------------------------------------------------------------------
+-- Isolation: READ UNCOMMITTED (READ COMMITTED in PostgreSQL) is accepted;
+-- invalid input is reported (22023) before the isolation level is looked
+-- at; REPEATABLE READ is refused (55000).
+--------------------------------------------------------------------------
+BEGIN ISOLATION LEVEL READ UNCOMMITTED;
+SELECT acquired, epoch FROM lease.acquire('read-uncommitted', 'a', interval '1 min');
+SELECT held, owner, epoch FROM lease.inspect('read-uncommitted');
+COMMIT;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT state, detail FROM pg_temp.err($$SELECT * FROM lease.acquire('', 'a', '1 min')$$);
+SELECT state, detail FROM pg_temp.err($$SELECT * FROM lease.renew('k', 'a', NULL, '1 min')$$);
+SELECT state FROM pg_temp.err($$SELECT * FROM lease.inspect('read-uncommitted')$$);
+ROLLBACK;
+
+--------------------------------------------------------------------------
 -- DROP EXTENSION removes schema lease; the extension is trusted, so a
 -- non-superuser with CREATE on the database can install, use and drop it.
 --------------------------------------------------------------------------
 DROP EXTENSION pg_lease;
 SELECT count(*) AS lease_schemas FROM pg_namespace WHERE nspname = 'lease';
-SELECT to_regclass('lease.leases') AS leases_table;
+SELECT to_regclass('lease_internal.leases') AS leases_table;
+SELECT count(*) AS lease_schemas_left FROM pg_namespace WHERE nspname LIKE 'lease%';
 SELECT count(*) AS lease_functions FROM pg_proc WHERE proname IN ('acquire', 'renew', 'release', 'inspect')
    AND pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace);
 
@@ -475,18 +499,26 @@ RESET ROLE;
 GRANT CREATE ON DATABASE :"regress_db" TO regress_pg_lease_creator;
 SET ROLE regress_pg_lease_creator;
 SELECT rolsuper FROM pg_roles WHERE rolname = current_user;
+-- Versions with known contract bugs have no install script: they cannot be
+-- installed (an existing install of them still updates). The message names
+-- the extension, so only its SQLSTATE is shown.
+SELECT state FROM pg_temp.err($$CREATE EXTENSION pg_lease VERSION '0.1.0'$$);
+SELECT state FROM pg_temp.err($$CREATE EXTENSION pg_lease VERSION '0.2.0'$$);
 CREATE EXTENSION pg_lease;
 SELECT extowner::regrole, extversion, extrelocatable
   FROM pg_extension WHERE extname = 'pg_lease';
 -- The member objects belong to the bootstrap superuser, not to the creator,
--- so even the extension's owner changes the table only through the API. It may
--- read it (SELECT), so that it can pg_dump its own database.
+-- so even the extension's owner changes the table only through the API. Only
+-- the database's owner may read it (through lease_dump, for pg_dump); the
+-- creator here is not that owner.
 SELECT nspowner = 10 AS schema_by_bootstrap_superuser FROM pg_namespace WHERE nspname = 'lease';
-SELECT relowner = 10 AS table_by_bootstrap_superuser FROM pg_class WHERE oid = 'lease.leases'::regclass;
+SELECT relowner = 10 AS table_by_bootstrap_superuser FROM pg_class
+ WHERE relname = 'leases' AND relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = 'lease_internal');
 SELECT bool_and(proowner = 10) AS functions_by_bootstrap_superuser
-  FROM pg_proc WHERE pronamespace = 'lease'::regnamespace;
-SELECT count(*) FROM lease.leases;
-UPDATE lease.leases SET epoch = 1;
+  FROM pg_proc WHERE pronamespace IN ('lease'::regnamespace, 'lease_internal'::regnamespace);
+SELECT count(*) FROM lease_internal.leases;
+UPDATE lease_internal.leases SET epoch = 1;
+SELECT count(*) FROM lease_dump.leases;
 SELECT acquired, epoch FROM lease.acquire('job-42', 'worker-a1', interval '30s');  -- fresh: epoch 1
 SELECT held, owner, epoch FROM lease.inspect('job-42');
 DROP EXTENSION pg_lease;

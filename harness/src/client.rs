@@ -460,14 +460,17 @@ pub async fn inspect<C: GenericClient>(c: &C, key: &str) -> Result<Option<Inspec
 
 /// The injected `expire(key)` fault: a held key's lease lapses now (its
 /// expiry is set to the server's current time; the epoch is unchanged).
-/// Needs a role that may write `lease.leases` (the cluster superuser).
+/// Needs a role that may write the lease table (the cluster superuser).
 /// Returns whether a held lease was expired.
 pub async fn expire<C: GenericClient>(c: &C, key: &str) -> Result<bool, LeaseError> {
+    let table = crate::extension::lease_table(c).await.map_err(classify)?;
     let n = c
         .execute(
-            "UPDATE lease.leases SET expires_at = pg_catalog.clock_timestamp() \
-             WHERE key OPERATOR(pg_catalog.=) $1::text AND owner IS NOT NULL \
-               AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()",
+            &format!(
+                "UPDATE {table} SET expires_at = pg_catalog.clock_timestamp() \
+                 WHERE key OPERATOR(pg_catalog.=) $1::text AND owner IS NOT NULL \
+                   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
+            ),
             &[&key],
         )
         .await

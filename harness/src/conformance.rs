@@ -522,8 +522,9 @@ async fn invalid_input_is_22023_naming_every_violation_and_changes_nothing(
         ctx.calls.inspect(&c, "k2").await.map_err(e)?.is_none(),
         "an invalid acquire created k2"
     );
+    let table = crate::extension::lease_table(&c).await.map_err(pg)?;
     let n: i64 = c
-        .query_one("SELECT count(*) FROM lease.leases", &[])
+        .query_one(&format!("SELECT count(*) FROM {table}"), &[])
         .await
         .map_err(pg)?
         .get(0);
@@ -582,13 +583,14 @@ async fn table_is_private_and_functions_are_public(ctx: &Ctx<'_>) -> CheckResult
     let (db, c) = ctx.db().await?;
     // Roles are cluster-wide: one per database keeps concurrent runs apart.
     let role = format!("{db}_user");
+    let table = crate::extension::lease_table(&c).await.map_err(pg)?;
     c.batch_execute(&format!(
         "DROP ROLE IF EXISTS {role}; CREATE ROLE {role}; SET ROLE {role}"
     ))
     .await
     .map_err(pg)?;
-    let direct = c.query("SELECT * FROM lease.leases", &[]).await;
-    let write = c.execute("DELETE FROM lease.leases", &[]).await;
+    let direct = c.query(&format!("SELECT * FROM {table}"), &[]).await;
+    let write = c.execute(&format!("DELETE FROM {table}"), &[]).await;
     let via_api = ctx.acquired(&c, "k", "a", S(60)).await;
     let inspect = ctx.calls.inspect(&c, "k").await;
     c.batch_execute(&format!(
@@ -603,7 +605,7 @@ async fn table_is_private_and_functions_are_public(ctx: &Ctx<'_>) -> CheckResult
             }
             other => {
                 return Err(Failure::Violation(format!(
-                    "{what} on lease.leases by an ordinary role: {other:?}, expected 42501"
+                    "{what} on {table} by an ordinary role: {other:?}, expected 42501"
                 )))
             }
         }
@@ -639,10 +641,14 @@ async fn trusted_install_by_a_non_superuser_and_drop_destroys_state(ctx: &Ctx<'_
     c.batch_execute(&create).await.map_err(pg)?;
     let (ep, _) = ctx.acquired(&c, "k", "a", S(60)).await?;
     ctx.calls.release(&c, "k", "a", ep).await.map_err(e)?;
-    let owner_write = c.execute("UPDATE lease.leases SET epoch = 1", &[]).await;
+    let table = crate::extension::lease_table(&c).await.map_err(pg)?;
+    let owner_write = c
+        .execute(&format!("UPDATE {table} SET epoch = 1"), &[])
+        .await;
     ensure!(
-        owner_write.is_err(),
-        "the non-superuser who installed pg_lease could rewrite epochs directly"
+        owner_write.as_ref().err().and_then(|e| e.code())
+            == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE),
+        "the non-superuser who installed pg_lease could rewrite epochs directly ({owner_write:?})"
     );
     c.batch_execute(&drop).await.map_err(pg)?;
     let schema: bool = c

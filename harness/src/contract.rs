@@ -108,7 +108,8 @@ fn sql_type_name(t: &tokio_postgres::types::Type) -> String {
 
 /// How a build's catalog differs from the contract: one sentence per difference (a
 /// function missing or declared otherwise, a table column of another type). Empty when the
-/// build declares the contract's API. The table is read only where it is (`lease.leases`).
+/// build declares the contract's API. The table is found in the catalog
+/// ([`crate::extension::LEASE_TABLE_SQL`]), whatever schema the build keeps it in.
 pub async fn differences<C: GenericClient>(c: &C) -> Result<Vec<String>, tokio_postgres::Error> {
     let rows = c
         .query(
@@ -150,23 +151,29 @@ pub async fn differences<C: GenericClient>(c: &C) -> Result<Vec<String>, tokio_p
             ));
         }
     }
-    let columns = c
-        .query(
-            "SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod) \
-               FROM pg_catalog.pg_attribute AS a \
-              WHERE a.attrelid = pg_catalog.to_regclass('lease.leases') \
-                AND a.attnum > 0 AND NOT a.attisdropped",
-            &[],
-        )
-        .await?;
-    for row in &columns {
-        let (name, actual): (String, String) = (row.get(0), row.get(1));
-        if let Some((_, contract)) = TABLE.iter().find(|(n, _)| *n == name) {
-            if actual != *contract {
-                out.push(format!(
-                    "lease.leases.{name} is {actual}; the contract makes it {contract} \
-                     (specs/SEMANTICS.md sections 1-2)"
-                ));
+    // The lease table wherever the build keeps it (the extension's member table, from the
+    // catalog): `lease.leases` in 0.1.0 and 0.2.0, `lease_internal.leases` from 0.3.0.
+    let tables = c.query(crate::extension::LEASE_TABLE_SQL, &[]).await?;
+    for table in &tables {
+        let table: String = table.get(0);
+        let columns = c
+            .query(
+                "SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod) \
+                   FROM pg_catalog.pg_attribute AS a \
+                  WHERE a.attrelid = pg_catalog.to_regclass($1::text) \
+                    AND a.attnum > 0 AND NOT a.attisdropped",
+                &[&table],
+            )
+            .await?;
+        for row in &columns {
+            let (name, actual): (String, String) = (row.get(0), row.get(1));
+            if let Some((_, contract)) = TABLE.iter().find(|(n, _)| *n == name) {
+                if actual != *contract {
+                    out.push(format!(
+                        "{table}.{name} is {actual}; the contract makes it {contract} \
+                         (specs/SEMANTICS.md sections 1-2)"
+                    ));
+                }
             }
         }
     }

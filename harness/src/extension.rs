@@ -9,18 +9,73 @@ use std::path::Path;
 pub const NAME: &str = "pg_lease";
 /// The extension name under which [`ExtensionFiles::version_0_1_0`] installs pg_lease 0.1.0.
 pub const NAME_0_1_0: &str = "pg_lease_v0_1_0";
+/// The extension name under which [`ExtensionFiles::version_0_2_0`] installs pg_lease 0.2.0.
+pub const NAME_0_2_0: &str = "pg_lease_v0_2_0";
 /// The version `CREATE EXTENSION` installs by default.
-pub const VERSION: &str = "0.2.0";
+pub const VERSION: &str = "0.3.0";
 /// `pg_lease.control`.
 pub const CONTROL: &str = include_str!("../../extension/pg_lease.control");
-/// `pg_lease--0.1.0.sql`: the base script (0.1.0).
-pub const BASE_SCRIPT: &str = include_str!("../../extension/pg_lease--0.1.0.sql");
-/// `pg_lease--0.1.0--0.2.0.sql`: every definition of 0.2.0. `CREATE EXTENSION` runs the
-/// base script, then this update.
-pub const SCRIPT: &str = include_str!("../../extension/pg_lease--0.1.0--0.2.0.sql");
+/// `pg_lease--0.3.0.sql`: every definition of 0.3.0, the script `CREATE EXTENSION` runs.
+pub const SCRIPT: &str = include_str!("../../extension/pg_lease--0.3.0.sql");
+/// `pg_lease--0.2.0--0.3.0.sql`.
+pub const UPDATE_0_2_0_TO_0_3_0: &str = include_str!("../../extension/pg_lease--0.2.0--0.3.0.sql");
+/// `pg_lease--0.1.0--0.3.0.sql`: the update PostgreSQL takes from 0.1.0 (one step).
+pub const UPDATE_0_1_0_TO_0_3_0: &str = include_str!("../../extension/pg_lease--0.1.0--0.3.0.sql");
+/// `pg_lease--0.1.0--0.2.0.sql` as released (every definition of 0.2.0; still shipped).
+pub const UPDATE_0_1_0_TO_0_2_0: &str = include_str!("../../extension/pg_lease--0.1.0--0.2.0.sql");
+/// `released/pg_lease--0.1.0.sql`: the install script of 0.1.0 as released (not shipped:
+/// no install of a version with known contract bugs).
+pub const BASE_SCRIPT: &str = include_str!("../../extension/released/pg_lease--0.1.0.sql");
 
-/// The released version whose base script is [`BASE_SCRIPT`].
+/// The released version whose install script is [`BASE_SCRIPT`].
 pub const BASE_VERSION: &str = "0.1.0";
+
+/// A released version older than [`VERSION`], rebuilt from the released scripts kept in the
+/// repository (never edited).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Release {
+    V0_1_0,
+    V0_2_0,
+}
+
+impl Release {
+    /// Every older release, oldest first.
+    pub const ALL: [Release; 2] = [Release::V0_1_0, Release::V0_2_0];
+
+    pub fn version(self) -> &'static str {
+        match self {
+            Release::V0_1_0 => "0.1.0",
+            Release::V0_2_0 => "0.2.0",
+        }
+    }
+
+    /// The release named by its version.
+    pub fn from_version(version: &str) -> Option<Release> {
+        Release::ALL.into_iter().find(|r| r.version() == version)
+    }
+
+    /// The scripts `CREATE EXTENSION` runs to install it, as (file name, text) under the
+    /// extension name `name`: 0.1.0's install script, and for 0.2.0 the update after it.
+    pub fn scripts(self, name: &str) -> Vec<(String, String)> {
+        let mut scripts = vec![(format!("{name}--0.1.0.sql"), BASE_SCRIPT.to_string())];
+        if self == Release::V0_2_0 {
+            scripts.push((
+                format!("{name}--0.1.0--0.2.0.sql"),
+                UPDATE_0_1_0_TO_0_2_0.to_string(),
+            ));
+        }
+        scripts
+    }
+
+    /// The release as an extension of its own named `name` (`default_version` its version).
+    pub fn files(self, name: &str) -> ExtensionFiles {
+        ExtensionFiles {
+            name: name.to_string(),
+            control: control_for(self.version()),
+            scripts: self.scripts(name),
+        }
+    }
+}
 
 /// [`CONTROL`] with `default_version` set to `version` (every other line as shipped).
 fn control_for(version: &str) -> String {
@@ -36,12 +91,23 @@ fn control_for(version: &str) -> String {
         .collect()
 }
 
-/// The script files of an extension named `name`, with `update` as its 0.1.0 -> 0.2.0
-/// script.
-fn scripts(name: &str, update: String) -> Vec<(String, String)> {
+/// The script files of pg_lease as shipped, under the extension name `name`, with
+/// `install` as its 0.3.0 install script.
+fn scripts(name: &str, install: String) -> Vec<(String, String)> {
     vec![
-        (format!("{name}--0.1.0.sql"), BASE_SCRIPT.to_string()),
-        (format!("{name}--0.1.0--{VERSION}.sql"), update),
+        (format!("{name}--{VERSION}.sql"), install),
+        (
+            format!("{name}--0.1.0--0.2.0.sql"),
+            UPDATE_0_1_0_TO_0_2_0.to_string(),
+        ),
+        (
+            format!("{name}--0.2.0--{VERSION}.sql"),
+            UPDATE_0_2_0_TO_0_3_0.to_string(),
+        ),
+        (
+            format!("{name}--0.1.0--{VERSION}.sql"),
+            UPDATE_0_1_0_TO_0_3_0.to_string(),
+        ),
     ]
 }
 
@@ -50,41 +116,116 @@ fn scripts(name: &str, update: String) -> Vec<(String, String)> {
 pub struct ExtensionFiles {
     pub name: String,
     pub control: String,
-    /// (file name, content), e.g. ("pg_lease--0.1.0.sql", SCRIPT)
+    /// (file name, content), e.g. ("pg_lease--0.3.0.sql", SCRIPT)
     pub scripts: Vec<(String, String)>,
 }
 
 impl ExtensionFiles {
-    /// The scripts as one install script, in order (the base, then each update: what
-    /// `CREATE EXTENSION` runs), for a gate given one SQL file and the control file.
+    /// The control file's `default_version`.
+    pub fn default_version(&self) -> Option<String> {
+        default_version(&self.control)
+    }
+
+    /// What `CREATE EXTENSION` runs for the default version, as one script (for a gate
+    /// given one SQL file and the control file): the version's install script, or, when
+    /// there is none, an older version's install script followed by the update from it
+    /// (how 0.2.0 is installed).
     pub fn install_script(&self) -> String {
-        let scripts: Vec<&str> = self.scripts.iter().map(|(_, t)| t.as_str()).collect();
-        scripts.join("\n")
+        let Some(version) = self.default_version() else {
+            return String::new();
+        };
+        let script = |file: &str| {
+            self.scripts
+                .iter()
+                .find(|(n, _)| n == file)
+                .map(|(_, t)| t.clone())
+        };
+        if let Some(direct) = script(&format!("{}--{version}.sql", self.name)) {
+            return direct;
+        }
+        let suffix = format!("--{version}.sql");
+        for (file, update) in &self.scripts {
+            let Some(from) = file
+                .strip_prefix(&format!("{}--", self.name))
+                .and_then(|rest| rest.strip_suffix(&suffix))
+                .filter(|from| !from.contains("--") && !from.is_empty())
+            else {
+                continue;
+            };
+            if let Some(base) = script(&format!("{}--{from}.sql", self.name)) {
+                return format!("{base}\n{update}");
+            }
+        }
+        String::new()
     }
 
     /// pg_lease as shipped in `extension/`.
     pub fn pg_lease() -> ExtensionFiles {
+        ExtensionFiles::renamed(NAME)
+    }
+
+    /// pg_lease 0.1.0 as released (its install script alone, `default_version = '0.1.0'`),
+    /// under the extension name `pg_lease_v0_1_0`. Its objects live in schema `lease` like
+    /// pg_lease's, so the two cannot be created in the same database.
+    pub fn version_0_1_0() -> ExtensionFiles {
+        Release::V0_1_0.files(NAME_0_1_0)
+    }
+
+    /// pg_lease 0.2.0 as released (0.1.0's install script and the update to 0.2.0,
+    /// `default_version = '0.2.0'`), under the extension name `pg_lease_v0_2_0`: the
+    /// version the 0.3.0 fixes are compared with.
+    pub fn version_0_2_0() -> ExtensionFiles {
+        Release::V0_2_0.files(NAME_0_2_0)
+    }
+
+    /// These files under the name `name`, plus the install scripts of `release` (when not
+    /// there already): an extension that can be created at `release` and then updated with
+    /// this build's update scripts (`CREATE EXTENSION name VERSION '0.1.0'`, then
+    /// `ALTER EXTENSION name UPDATE`).
+    pub fn updatable_from(&self, release: Release, name: &str) -> ExtensionFiles {
+        let mut scripts: Vec<(String, String)> = self
+            .scripts
+            .iter()
+            .map(|(file, text)| {
+                let rest = file.strip_prefix(self.name.as_str()).unwrap_or(file);
+                (format!("{name}{rest}"), text.clone())
+            })
+            .collect();
+        for (file, text) in release.scripts(name) {
+            if !scripts.iter().any(|(f, _)| *f == file) {
+                scripts.push((file, text));
+            }
+        }
         ExtensionFiles {
-            name: NAME.to_string(),
-            control: CONTROL.to_string(),
-            scripts: scripts(NAME, SCRIPT.to_string()),
+            name: name.to_string(),
+            control: self.control.clone(),
+            scripts,
         }
     }
 
-    /// pg_lease 0.1.0 as released (the base script alone, `default_version = '0.1.0'`),
-    /// under the extension name `pg_lease_v0_1_0`: the version the 0.2.0 fixes are
-    /// compared with. Its objects live in schema `lease` like pg_lease's, so the two
-    /// cannot be created in the same database.
-    pub fn version_0_1_0() -> ExtensionFiles {
-        let name = NAME_0_1_0.to_string();
-        ExtensionFiles {
-            control: control_for(BASE_VERSION),
-            scripts: vec![(
-                format!("{name}--{BASE_VERSION}.sql"),
-                BASE_SCRIPT.to_string(),
-            )],
-            name,
+    /// The files of extension `name` as installed in `install`'s extension directory (the
+    /// control file and every `<name>--*.sql`).
+    pub fn read_installed(install: &PgInstall, name: &str) -> Result<ExtensionFiles> {
+        let dir = install.extension_dir();
+        let err = |source| PgError::ExtensionInstall {
+            dir: dir.clone(),
+            source,
+        };
+        let control = fs::read_to_string(dir.join(format!("{name}.control"))).map_err(err)?;
+        let prefix = format!("{name}--");
+        let mut scripts = Vec::new();
+        for entry in fs::read_dir(&dir).map_err(err)?.flatten() {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            if file.starts_with(&prefix) && file.ends_with(".sql") {
+                scripts.push((file, fs::read_to_string(entry.path()).map_err(err)?));
+            }
         }
+        scripts.sort();
+        Ok(ExtensionFiles {
+            name: name.to_string(),
+            control,
+            scripts,
+        })
     }
 
     /// Writes the files into `install`'s extension directory (atomically per
@@ -296,8 +437,9 @@ impl ExtensionFiles {
         ExtensionFiles::edited(m.name, m.edits)
     }
 
-    /// pg_lease with `edits` applied to its 0.2.0 definitions ([`SCRIPT`]), each to exactly
-    /// one occurrence of its text, as an extension of its own, `pg_lease_<name>`.
+    /// pg_lease with `edits` applied to its 0.3.0 definitions ([`SCRIPT`]), each to exactly
+    /// one occurrence of its text, as an extension of its own, `pg_lease_<name>`: the
+    /// edited install script alone (a build, not an update).
     pub fn edited(
         name: &'static str,
         edits: &'static [(&'static str, &'static str)],
@@ -305,11 +447,31 @@ impl ExtensionFiles {
         let script = crate::mutants::apply(name, SCRIPT, edits)?;
         let name = format!("{NAME}_{name}");
         Ok(ExtensionFiles {
-            scripts: scripts(&name, script),
+            scripts: vec![(format!("{name}--{VERSION}.sql"), script)],
             control: CONTROL.to_string(),
             name,
         })
     }
+}
+
+/// The lease table of the pg_lease build created in the current database, schema-qualified,
+/// whatever its version (`lease.leases` in 0.1.0 and 0.2.0, `lease_internal.leases` from
+/// 0.3.0): the extension member table named `leases` that no table inherits from (0.3.0's
+/// `lease_dump.leases` is its parent). Readable by the superuser.
+pub const LEASE_TABLE_SQL: &str = "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) \
+     FROM pg_catalog.pg_class AS c \
+     JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace \
+     JOIN pg_catalog.pg_depend AS d ON d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass \
+      AND d.objid = c.oid AND d.deptype = 'e' \
+    WHERE c.relname = 'leases' AND c.relkind = 'r' \
+      AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits AS i WHERE i.inhparent = c.oid)";
+
+/// The lease table ([`LEASE_TABLE_SQL`]) of the database `client` is connected to; an
+/// error when there is none or more than one.
+pub async fn lease_table<C: tokio_postgres::GenericClient>(
+    client: &C,
+) -> Result<String, tokio_postgres::Error> {
+    client.query_one(LEASE_TABLE_SQL, &[]).await?.try_get(0)
 }
 
 /// The `extversion` of extension `name` in the database `client` is connected to (none
@@ -374,12 +536,37 @@ mod build_tests {
             names,
             [
                 "pg_lease_under_test--0.1.0--0.2.0.sql",
-                "pg_lease_under_test--0.1.0.sql"
+                "pg_lease_under_test--0.1.0--0.3.0.sql",
+                "pg_lease_under_test--0.2.0--0.3.0.sql",
+                "pg_lease_under_test--0.3.0.sql",
             ]
         );
+        // No install script of an older version is shipped.
+        assert!(!names.contains(&"pg_lease_under_test--0.1.0.sql"));
         let digests = build.script_digests();
-        assert_eq!(digests.len(), 2);
+        assert_eq!(digests.len(), 4);
         assert!(digests.iter().all(|(_, hex)| hex.len() == 64));
+    }
+
+    #[test]
+    fn the_install_script_is_what_create_extension_runs_for_the_default_version() {
+        assert_eq!(ExtensionFiles::pg_lease().install_script(), SCRIPT);
+        let v020 = ExtensionFiles::version_0_2_0().install_script();
+        assert_eq!(v020, format!("{BASE_SCRIPT}\n{UPDATE_0_1_0_TO_0_2_0}"));
+        assert_eq!(
+            ExtensionFiles::version_0_1_0().install_script(),
+            BASE_SCRIPT
+        );
+        let upd = ExtensionFiles::pg_lease().updatable_from(Release::V0_2_0, "x");
+        let names: Vec<&str> = upd.scripts.iter().map(|(n, _)| n.as_str()).collect();
+        assert!(names.contains(&"x--0.1.0.sql") && names.contains(&"x--0.3.0.sql"));
+        assert_eq!(
+            names
+                .iter()
+                .filter(|n| **n == "x--0.1.0--0.2.0.sql")
+                .count(),
+            1
+        );
     }
 
     #[test]

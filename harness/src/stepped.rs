@@ -103,8 +103,11 @@ impl<'c> Stage<'c> {
         if !self.used.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        let table = crate::extension::lease_table(&self.admin)
+            .await
+            .map_err(InfraError::Reset)?;
         self.admin
-            .batch_execute("TRUNCATE lease.leases")
+            .batch_execute(&format!("TRUNCATE {table}"))
             .await
             .map_err(InfraError::Reset)
     }

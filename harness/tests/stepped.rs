@@ -243,8 +243,13 @@ fn a_step_blocked_outside_the_plan_is_cancelled_and_reported_as_a_hang() {
     let stage = stage(&rt, Target::PgLease);
     let cluster = shared(first_major()).unwrap();
     let outsider = rt.block_on(cluster.connect(stage.database())).unwrap();
-    rt.block_on(outsider.batch_execute("BEGIN; LOCK TABLE lease.leases IN ACCESS EXCLUSIVE MODE"))
+    let table = rt
+        .block_on(harness::extension::lease_table(&outsider))
         .unwrap();
+    rt.block_on(outsider.batch_execute(&format!(
+        "BEGIN; LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE"
+    )))
+    .unwrap();
     let hung = plan(
         2,
         vec![

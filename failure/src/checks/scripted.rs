@@ -569,16 +569,19 @@ async fn commit_crash(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
     let admin = reach.admin().await?;
     // ALTER SYSTEM runs outside any transaction: one statement per round trip. The trap
     // is created before commits wait for the missing standby (its own commit would).
+    let table = harness::extension::lease_table(&admin)
+        .await
+        .map_err(FaultError::db("finding the lease table"))?;
     for sql in [
         "CREATE FUNCTION public.nemesis_slow_commit() RETURNS trigger LANGUAGE plpgsql AS \
-         $$ BEGIN IF NEW.owner = 'slow-committer' THEN PERFORM pg_sleep(60); END IF; RETURN NULL; END $$",
-        "CREATE CONSTRAINT TRIGGER nemesis_slow_commit AFTER INSERT OR UPDATE ON lease.leases \
-         DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.nemesis_slow_commit()",
-        "ALTER SYSTEM SET synchronous_standby_names = 'nemesis_nobody'",
-        "SELECT pg_reload_conf()",
+         $$ BEGIN IF NEW.owner = 'slow-committer' THEN PERFORM pg_sleep(60); END IF; RETURN NULL; END $$".to_string(),
+        format!("CREATE CONSTRAINT TRIGGER nemesis_slow_commit AFTER INSERT OR UPDATE ON {table} \
+         DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.nemesis_slow_commit()"),
+        "ALTER SYSTEM SET synchronous_standby_names = 'nemesis_nobody'".to_string(),
+        "SELECT pg_reload_conf()".to_string(),
     ] {
         admin
-            .batch_execute(sql)
+            .batch_execute(&sql)
             .await
             .map_err(FaultError::db("preparing the commit traps"))?;
     }
@@ -617,10 +620,10 @@ async fn commit_crash(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
     reach
         .admin()
         .await?
-        .batch_execute(
-            "DROP TRIGGER nemesis_slow_commit ON lease.leases; \
-             DROP FUNCTION public.nemesis_slow_commit()",
-        )
+        .batch_execute(&format!(
+            "DROP TRIGGER nemesis_slow_commit ON {table}; \
+             DROP FUNCTION public.nemesis_slow_commit()"
+        ))
         .await
         .map_err(FaultError::db("removing the commit trap"))?;
     let k1 = call(&mut c, inspect("k1")).await?;

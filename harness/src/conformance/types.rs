@@ -47,8 +47,9 @@ pub(super) async fn epochs_count_past_2_31(ctx: &Ctx<'_>) -> CheckResult {
         }
     };
     grant("a").await?;
+    let table = crate::extension::lease_table(&c).await.map_err(pg)?;
     c.execute(
-        "UPDATE lease.leases SET epoch = $1 WHERE key OPERATOR(pg_catalog.=) 'k'",
+        &format!("UPDATE {table} SET epoch = $1 WHERE key OPERATOR(pg_catalog.=) 'k'"),
         &[&(INT4_MAX - 1)],
     )
     .await

@@ -1,4 +1,4 @@
-//! The entries of the catalogue: the SQL mutants (edits of the 0.2.0 update script) and the
+//! The entries of the catalogue: the SQL mutants (edits of the 0.3.0 install script) and the
 //! model mutations that have none.
 
 use super::{Kill, Mode, ModelOnly, Mutant};
@@ -11,13 +11,36 @@ const FREE: &[Mode] = &[Mode::Free, Mode::Races, Mode::Stepped];
 const STEPPED: &[Mode] = &[Mode::Stepped];
 const STEPPED_FIRST: &[Mode] = &[Mode::Races, Mode::Stepped, Mode::Free];
 
-/// `_take`'s lock, clock read and decision, as shipped.
-const TAKE_LOCK_CLOCK_DECIDE: &str = "    SELECT l.owner, l.expires_at INTO v_owner, v_expires
-      FROM lease.leases AS l
-     WHERE l.key = p_key COLLATE \"C\"
-       FOR NO KEY UPDATE;
-    v_now := clock_timestamp();
-    IF v_owner IS NULL OR v_expires <= v_now THEN";
+/// `_take`'s wait for the row lock and its decision under the lock (in a subtransaction:
+/// the path of an attempt that found the row locked by another transaction), as shipped.
+const TAKE_LOCK_DECIDE: &str = "            SELECT l.owner, l.expires_at INTO v_owner, v_expires
+              FROM lease_internal.leases AS l
+             WHERE l.key = p_key COLLATE \"C\"
+               FOR NO KEY UPDATE;
+            IF v_owner IS NOT NULL AND v_expires > clock_timestamp() THEN";
+
+/// `_take`'s lock taken at once when the row is acquirable and no other transaction holds it.
+const TAKE_AT_ONCE: &str = "       AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
+       FOR NO KEY UPDATE SKIP LOCKED;";
+
+/// `_take`'s lock-free re-read after the lock was not taken at once: taken since the probe.
+const TAKE_REREAD_TAKEN: &str =
+    "        IF v_owner IS NOT NULL AND v_expires > clock_timestamp() THEN
+            RETURN;";
+
+/// `_take`'s grant decision, once the row is locked.
+const TAKE_GRANT_DECIDE: &str = "IF v_owner IS NULL OR v_expires <= v_now THEN";
+
+/// `_lock_live`'s lock taken at once: the lease still live, with the caller's owner and epoch.
+const LOCK_LIVE_AT_ONCE: &str =
+    "AND l.epoch = p_epoch AND l.expires_at > clock_timestamp()\n       FOR NO KEY UPDATE SKIP LOCKED;";
+
+/// `_lock_live`'s re-check of the expiry, after the lock taken at once.
+const LOCK_LIVE_AT_ONCE_RECHECK: &str =
+    "        IF v_expires > v_now THEN\n            RETURN v_now;";
+
+/// `_lock_live`'s decision after waiting for the row lock.
+const LOCK_LIVE_WAITED_DECIDE: &str = "AND v_epoch = p_epoch AND v_expires > v_now THEN";
 
 /// A blocking acquire's sleep between probes, as shipped.
 const WAIT_SLEEP: &str =
@@ -63,9 +86,14 @@ pub const MUTANTS: &[Mutant] = &[
         hunt: FREE,
         edits: &[
             ("        WHEN v_expires <= clock_timestamp() THEN 'lapsed'\n", ""),
+            (LOCK_LIVE_WAITED_DECIDE, "AND v_epoch = p_epoch THEN"),
             (
-                "AND v_epoch = p_epoch AND v_expires > v_now THEN",
-                "AND v_epoch = p_epoch THEN",
+                LOCK_LIVE_AT_ONCE,
+                "AND l.epoch = p_epoch\n       FOR NO KEY UPDATE SKIP LOCKED;",
+            ),
+            (
+                LOCK_LIVE_AT_ONCE_RECHECK,
+                "        IF true THEN\n            RETURN v_now;",
             ),
         ],
         caught_by: &[
@@ -98,10 +126,13 @@ pub const MUTANTS: &[Mutant] = &[
                 "IF v_found AND v_owner IS NOT NULL AND v_expires > v_now THEN",
                 "IF v_found AND v_owner IS NOT NULL AND v_expires > v_now AND v_owner = acquire.owner COLLATE \"C\" THEN",
             ),
+            (TAKE_AT_ONCE, "       FOR NO KEY UPDATE SKIP LOCKED;"),
+            (TAKE_REREAD_TAKEN, "        IF false THEN\n            RETURN;"),
             (
-                "IF v_owner IS NULL OR v_expires <= v_now THEN",
-                "IF true THEN",
+                "            IF v_owner IS NOT NULL AND v_expires > clock_timestamp() THEN\n                -- Taken",
+                "            IF false THEN\n                -- Taken",
             ),
+            (TAKE_GRANT_DECIDE, "IF true THEN"),
         ],
         caught_by: &[
             "denied_acquire_returns_nulls_and_writes_nothing",
@@ -125,12 +156,12 @@ pub const MUTANTS: &[Mutant] = &[
         kill: Kill::Realises(Mutation::ReleaseDeletesRow),
         hunt: FREE,
         edits: &[(
-            "            UPDATE lease.leases AS l
+            "            UPDATE lease_internal.leases AS l
                SET owner = NULL,
                    expires_at = NULL,
                    epoch = l.epoch + 1
              WHERE l.key = release.key COLLATE \"C\";",
-            "            DELETE FROM lease.leases AS l
+            "            DELETE FROM lease_internal.leases AS l
              WHERE l.key = release.key COLLATE \"C\";",
         )],
         caught_by: &[],
@@ -158,7 +189,19 @@ pub const MUTANTS: &[Mutant] = &[
                 "IF v_found AND v_owner IS NOT NULL AND v_expires > v_now AND v_owner <> acquire.owner COLLATE \"C\" THEN",
             ),
             (
-                "IF v_owner IS NULL OR v_expires <= v_now THEN",
+                "       AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())\n",
+                "       AND (l.owner IS NULL OR l.expires_at <= clock_timestamp() OR l.owner = p_owner)\n",
+            ),
+            (
+                TAKE_REREAD_TAKEN,
+                "        IF v_owner IS NOT NULL AND v_expires > clock_timestamp() AND v_owner <> p_owner THEN\n            RETURN;",
+            ),
+            (
+                "            IF v_owner IS NOT NULL AND v_expires > clock_timestamp() THEN\n                -- Taken",
+                "            IF v_owner IS NOT NULL AND v_expires > clock_timestamp() AND v_owner <> p_owner THEN\n                -- Taken",
+            ),
+            (
+                TAKE_GRANT_DECIDE,
                 "IF v_owner IS NULL OR v_expires <= v_now OR v_owner = p_owner COLLATE \"C\" THEN",
             ),
         ],
@@ -204,18 +247,24 @@ pub const MUTANTS: &[Mutant] = &[
     // ---- Races: bugs between the statements of one call ---------------------------------
     Mutant {
         name: "take_reads_clock_before_lock",
-        breaks: "_take reads the clock before it locks the row (pg_lease 0.1.0's order): a grant that waited for the lock is dated before the release it waited for",
+        breaks: "_take reads the clock before it waits for the row lock (pg_lease 0.1.0's order): a grant that waited for the lock is dated before the release it waited for",
         kill: Kill::Breaks(Invariant::MutualExclusion),
         hunt: FREE,
-        edits: &[(
-            TAKE_LOCK_CLOCK_DECIDE,
-            "    v_now := clock_timestamp();
-    SELECT l.owner, l.expires_at INTO v_owner, v_expires
-      FROM lease.leases AS l
-     WHERE l.key = p_key COLLATE \"C\"
-       FOR NO KEY UPDATE;
-    IF v_owner IS NULL OR v_expires <= v_now THEN",
-        )],
+        edits: &[
+            (
+                TAKE_LOCK_DECIDE,
+                "            v_now := clock_timestamp();
+            SELECT l.owner, l.expires_at INTO v_owner, v_expires
+              FROM lease_internal.leases AS l
+             WHERE l.key = p_key COLLATE \"C\"
+               FOR NO KEY UPDATE;
+            IF v_owner IS NOT NULL AND v_expires > v_now THEN",
+            ),
+            (
+                "    v_now := clock_timestamp();\n    IF v_owner IS NULL OR v_expires <= v_now THEN",
+                "    v_now := coalesce(v_now, clock_timestamp());\n    IF v_owner IS NULL OR v_expires <= v_now THEN",
+            ),
+        ],
         caught_by: &[],
     },
     Mutant {
@@ -234,10 +283,14 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "_take trusts the lock-free probe: no FOR NO KEY UPDATE and no re-check, so a racing acquirer overwrites the grant that won",
         kill: Kill::Breaks(Invariant::MutualExclusion),
         hunt: FREE,
-        edits: &[(
-            TAKE_LOCK_CLOCK_DECIDE,
-            "    v_now := clock_timestamp();\n    IF true THEN",
-        )],
+        edits: &[
+            (
+                TAKE_AT_ONCE,
+                "       AND (l.owner IS NULL OR l.expires_at <= clock_timestamp());",
+            ),
+            (TAKE_LOCK_DECIDE, "            IF false THEN"),
+            (TAKE_GRANT_DECIDE, "IF true THEN"),
+        ],
         caught_by: &[],
     },
     Mutant {
@@ -246,8 +299,8 @@ pub const MUTANTS: &[Mutant] = &[
         kill: Kill::Breaks(Invariant::MutualExclusion),
         hunt: FREE,
         edits: &[(
-            "        ON CONFLICT (key) DO NOTHING\n",
-            "        ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, epoch = l.epoch + 1, expires_at = EXCLUDED.expires_at\n",
+            "        ON CONFLICT (key) DO NOTHING;\n",
+            "        ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, epoch = l.epoch + 1, expires_at = EXCLUDED.expires_at;\n",
         )],
         caught_by: &[],
     },
@@ -258,11 +311,12 @@ pub const MUTANTS: &[Mutant] = &[
         hunt: FREE,
         edits: &[
             (
-                "    v_now     timestamptz;\nBEGIN\n    IF NOT p_exists THEN",
+                "    v_now     timestamptz;\nBEGIN\n    PERFORM lease_internal._no_prepare();\n    IF NOT p_exists THEN",
                 "    v_now     timestamptz;
     v_epoch   bigint;
 BEGIN
-    SELECT l.epoch INTO v_epoch FROM lease.leases AS l WHERE l.key = p_key COLLATE \"C\";
+    SELECT l.epoch INTO v_epoch FROM lease_internal.leases AS l WHERE l.key = p_key COLLATE \"C\";
+    PERFORM lease_internal._no_prepare();
     IF NOT p_exists THEN",
             ),
             (
@@ -277,10 +331,17 @@ BEGIN
         breaks: "_lock_live does not re-check the expiry under the lock: a renew or release that saw its lease live, then waited, succeeds after the lease lapsed",
         kill: Kill::Breaks(Invariant::LapseIsFinal),
         hunt: FREE,
-        edits: &[(
-            "AND v_epoch = p_epoch AND v_expires > v_now THEN",
-            "AND v_epoch = p_epoch THEN",
-        )],
+        edits: &[
+            (LOCK_LIVE_WAITED_DECIDE, "AND v_epoch = p_epoch THEN"),
+            (
+                LOCK_LIVE_AT_ONCE,
+                "AND l.epoch = p_epoch\n       FOR NO KEY UPDATE SKIP LOCKED;",
+            ),
+            (
+                LOCK_LIVE_AT_ONCE_RECHECK,
+                "        IF true THEN\n            RETURN v_now;",
+            ),
+        ],
         caught_by: &[],
     },
     Mutant {
@@ -289,7 +350,7 @@ BEGIN
         kill: Kill::Breaks(Invariant::PrecedenceAndIsolation),
         hunt: STEPPED_FIRST,
         edits: &[(
-            "        IF lease._lock_live(release.key, release.owner, release.epoch) IS NOT NULL THEN",
+            "        IF lease_internal._lock_live(release.key, release.owner, release.epoch) IS NOT NULL THEN",
             "        IF true THEN",
         )],
         caught_by: &[],
@@ -303,7 +364,7 @@ BEGIN
             "                acquired := true;\n                epoch := v_epoch;\n                expires_at := v_expires;",
             "                acquired := true;
                 epoch := v_epoch;
-                UPDATE lease.leases AS l
+                UPDATE lease_internal.leases AS l
                    SET expires_at = (v_now AT TIME ZONE 'UTC' + acquire.ttl) AT TIME ZONE 'UTC'
                  WHERE l.key = acquire.key COLLATE \"C\"
                 RETURNING l.expires_at INTO expires_at;",
@@ -338,6 +399,10 @@ BEGIN
                 "VALUES (p_key, p_owner, 1, (now() AT TIME ZONE 'UTC' + p_ttl)",
             ),
             (
+                "           SET expires_at = (v_now AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'",
+                "           SET expires_at = (now() AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'",
+            ),
+            (
                 "               expires_at = (v_now AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'",
                 "               expires_at = (now() AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'",
             ),
@@ -358,8 +423,12 @@ BEGIN
                 "WHEN v_expires <= now() THEN 'lapsed'",
             ),
             (
-                "       FOR NO KEY UPDATE;\n    v_now := clock_timestamp();\n    IF v_owner = p_owner",
-                "       FOR NO KEY UPDATE;\n    v_now := now();\n    IF v_owner = p_owner",
+                "           FOR NO KEY UPDATE;\n        v_now := clock_timestamp();\n        IF v_owner = p_owner",
+                "           FOR NO KEY UPDATE;\n        v_now := now();\n        IF v_owner = p_owner",
+            ),
+            (
+                "AND l.expires_at > clock_timestamp()\n       FOR NO KEY UPDATE SKIP LOCKED;\n    IF FOUND THEN\n        v_now := clock_timestamp();",
+                "AND l.expires_at > now()\n       FOR NO KEY UPDATE SKIP LOCKED;\n    IF FOUND THEN\n        v_now := now();",
             ),
         ],
         caught_by: &[],
@@ -430,10 +499,16 @@ BEGIN
         breaks: "a lost write attempt of a blocking acquire is not rolled back: its row lock is kept across the waiter's sleeps",
         kill: Kill::Stall,
         hunt: STEPPED,
-        edits: &[(
-            "                    RAISE EXCEPTION USING ERRCODE = 'LE001';",
-            "                    NULL;",
-        )],
+        edits: &[
+            (
+                "                    RAISE EXCEPTION USING ERRCODE = 'LE001';",
+                "                    NULL;",
+            ),
+            (
+                "                RAISE EXCEPTION USING ERRCODE = 'LE002';",
+                "                NULL;",
+            ),
+        ],
         caught_by: &["a_waiter_that_lost_a_race_never_stalls_the_holders_renew"],
     },
     // ---- Fault-only: a crash, a cancel or a wake-up shows them (nemesis's fault checks,
@@ -442,7 +517,7 @@ BEGIN
         name: "nemesis_no_durable_commit",
         breaks: "the durability trigger is not created: synchronous_commit = off commits lease writes asynchronously",
         edits: &[(
-            "CREATE CONSTRAINT TRIGGER leases_commit_durably\n    AFTER INSERT OR UPDATE ON lease.leases\n    DEFERRABLE INITIALLY DEFERRED\n    FOR EACH ROW EXECUTE FUNCTION lease._commit_durably();\n",
+            "CREATE CONSTRAINT TRIGGER leases_commit_durably\n    AFTER INSERT OR UPDATE ON lease_internal.leases\n    DEFERRABLE INITIALLY DEFERRED\n    FOR EACH ROW EXECUTE FUNCTION lease_internal._commit_durably();\n",
             "",
         )],
         // The lost grant shows first at an inspect (inv 10) or at the next grant (inv 11).
@@ -457,8 +532,8 @@ BEGIN
         name: "nemesis_unlogged_table",
         breaks: "the lease table is UNLOGGED: crash recovery empties it",
         edits: &[(
-            "REVOKE ALL ON FUNCTION lease._commit_durably() FROM PUBLIC;\n",
-            "REVOKE ALL ON FUNCTION lease._commit_durably() FROM PUBLIC;\nALTER TABLE lease.leases SET UNLOGGED;\n",
+            "REVOKE ALL ON FUNCTION lease_internal._commit_durably() FROM PUBLIC;\n",
+            "REVOKE ALL ON FUNCTION lease_internal._commit_durably() FROM PUBLIC;\nALTER TABLE lease_internal.leases SET UNLOGGED;\n",
         )],
         kill: Kill::Breaks(Invariant::DurabilityAndTimeAuthority),
         hunt: &[Mode::Faults("crash"), Mode::Faults("restart-immediate")],
@@ -477,7 +552,7 @@ BEGIN
                     extract(epoch FROM v_deadline - v_now),
                     extract(epoch FROM v_expires - v_now))));
             EXCEPTION WHEN query_canceled THEN
-                UPDATE lease.leases AS l
+                UPDATE lease_internal.leases AS l
                    SET owner = acquire.owner, epoch = l.epoch + 1,
                        expires_at = clock_timestamp() + acquire.ttl
                  WHERE l.key = acquire.key COLLATE \"C\"

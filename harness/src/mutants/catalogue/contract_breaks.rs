@@ -19,11 +19,11 @@ pub const STATUS_LOOKUP_INJECTS_KEY: Mutant = Mutant {
     hunt: &[Mode::Free, Mode::Checks],
     edits: &[(
         "SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
-      FROM lease.leases AS l
+      FROM lease_internal.leases AS l
      WHERE l.key = p_key COLLATE \"C\";
     RETURN CASE
         WHEN NOT FOUND OR ",
-        "EXECUTE pg_catalog.format('SELECT l.owner, l.epoch, l.expires_at FROM lease.leases AS l WHERE l.key = ''%s'' COLLATE \"C\"', p_key)
+        "EXECUTE pg_catalog.format('SELECT l.owner, l.epoch, l.expires_at FROM lease_internal.leases AS l WHERE l.key = ''%s'' COLLATE \"C\"', p_key)
        INTO v_owner, v_epoch, v_expires;
     RETURN CASE
         WHEN ",
@@ -71,17 +71,22 @@ pub const EPOCH_COLUMN_IS_INTEGER: Mutant = Mutant {
     kill: Kill::Finding("bigint"),
     hunt: CHECKS,
     edits: &[
+        // The dump's parent table too: the lease table inherits it (same column types).
         (
-            "    ALTER COLUMN owner TYPE text COLLATE \"C\";\n",
-            "    ALTER COLUMN owner TYPE text COLLATE \"C\",\n    ALTER COLUMN epoch TYPE integer;\n",
+            "    epoch      bigint,\n    expires_at timestamptz\n);\n",
+            "    epoch      integer,\n    expires_at timestamptz\n);\n",
         ),
         (
-            "        ON CONFLICT (key) DO NOTHING\n        RETURNING l.epoch, l.expires_at;",
-            "        ON CONFLICT (key) DO NOTHING\n        RETURNING l.epoch::bigint, l.expires_at;",
+            "    epoch      bigint      NOT NULL CHECK (epoch >= 1),\n",
+            "    epoch      integer     NOT NULL CHECK (epoch >= 1),\n",
         ),
         (
-            "         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch, l.expires_at;",
-            "         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch::bigint, l.expires_at;",
+            "           SET expires_at = (v_now AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'\n         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch, l.expires_at;",
+            "           SET expires_at = (v_now AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'\n         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch::bigint, l.expires_at;",
+        ),
+        (
+            "               expires_at = (v_now AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'\n         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch, l.expires_at;",
+            "               expires_at = (v_now AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'\n         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch::bigint, l.expires_at;",
         ),
         (
             "CASE WHEN live THEN l.owner END, l.epoch,",
@@ -104,17 +109,22 @@ pub const EXPIRES_AT_WITHOUT_TIME_ZONE: Mutant = Mutant {
     kill: Kill::Finding("timestamp with time zone"),
     hunt: &[Mode::Checks, Mode::Matrix("timezones-mixed")],
     edits: &[
+        // The dump's parent table too: the lease table inherits it (same column types).
         (
-            "    ALTER COLUMN owner TYPE text COLLATE \"C\";\n",
-            "    ALTER COLUMN owner TYPE text COLLATE \"C\",\n    ALTER COLUMN expires_at TYPE timestamp;\n",
+            "    epoch      bigint,\n    expires_at timestamptz\n);\n",
+            "    epoch      bigint,\n    expires_at timestamp\n);\n",
         ),
         (
-            "        ON CONFLICT (key) DO NOTHING\n        RETURNING l.epoch, l.expires_at;",
-            "        ON CONFLICT (key) DO NOTHING\n        RETURNING l.epoch, l.expires_at::timestamptz;",
+            "    expires_at timestamptz,\n    CONSTRAINT leases_held_shape",
+            "    expires_at timestamp,\n    CONSTRAINT leases_held_shape",
         ),
         (
-            "         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch, l.expires_at;",
-            "         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch, l.expires_at::timestamptz;",
+            "           SET expires_at = (v_now AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'\n         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch, l.expires_at;",
+            "           SET expires_at = (v_now AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'\n         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch, l.expires_at::timestamptz;",
+        ),
+        (
+            "               expires_at = (v_now AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'\n         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch, l.expires_at;",
+            "               expires_at = (v_now AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'\n         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch, l.expires_at::timestamptz;",
         ),
         (
             "CASE WHEN live THEN l.expires_at END",
@@ -173,7 +183,7 @@ pub const POSITIVE_BEFORE_NEGATIVE_FIELD: Mutant = Mutant {
         "        WHEN value IS NULL THEN name || ' must not be NULL'\n        WHEN pg_catalog.get_byte",
         "        WHEN value IS NULL THEN name || ' must not be NULL'
         WHEN NOT allow_zero AND value <= interval '0' THEN
-            pg_catalog.format('%s must be positive (got %s)', name, lease._interval_text(value))
+            pg_catalog.format('%s must be positive (got %s)', name, lease_internal._interval_text(value))
         WHEN pg_catalog.get_byte",
     )],
     caught_by: &["invalid_input_names_every_violated_constraint_in_order"],
@@ -188,8 +198,8 @@ pub const FIRST_GRANT_DATED_AT_STATEMENT_START: Mutant = Mutant {
     kill: Kill::Breaks(Invariant::DurabilityAndTimeAuthority),
     hunt: &[Mode::Late],
     edits: &[(
-        "VALUES (p_key, p_owner, 1, (clock_timestamp() AT TIME ZONE 'UTC' + p_ttl)",
-        "VALUES (p_key, p_owner, 1, (statement_timestamp() AT TIME ZONE 'UTC' + p_ttl)",
+        "        v_now := clock_timestamp();\n        RETURN QUERY\n",
+        "        v_now := statement_timestamp();\n        RETURN QUERY\n",
     )],
     caught_by: &[],
 };
@@ -204,12 +214,8 @@ pub const LOCK_LIVE_READS_CLOCK_BEFORE_LOCK: Mutant = Mutant {
     hunt: CHECKS,
     edits: &[
         (
-            "    v_now     timestamptz;\nBEGIN\n    SELECT l.owner, l.epoch, l.expires_at INTO",
-            "    v_now     timestamptz;\nBEGIN\n    v_now := clock_timestamp();\n    SELECT l.owner, l.epoch, l.expires_at INTO",
-        ),
-        (
-            "       FOR NO KEY UPDATE;\n    v_now := clock_timestamp();\n    IF v_owner = p_owner",
-            "       FOR NO KEY UPDATE;\n    IF v_owner = p_owner",
+            "    BEGIN\n        SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires\n          FROM lease_internal.leases AS l\n         WHERE l.key = p_key COLLATE \"C\"\n           FOR NO KEY UPDATE;\n        v_now := clock_timestamp();\n",
+            "    BEGIN\n        v_now := clock_timestamp();\n        SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires\n          FROM lease_internal.leases AS l\n         WHERE l.key = p_key COLLATE \"C\"\n           FOR NO KEY UPDATE;\n",
         ),
     ],
     caught_by: &["a_write_that_waited_across_its_leases_expiry_answers_lapsed"],
