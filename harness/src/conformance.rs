@@ -639,6 +639,9 @@ async fn trusted_install_by_a_non_superuser_and_drop_destroys_state(ctx: &Ctx<'_
     let create = format!("CREATE EXTENSION {}", crate::pg::quote_ident(ctx.extension));
     let drop = format!("DROP EXTENSION {}", crate::pg::quote_ident(ctx.extension));
     c.batch_execute(&create).await.map_err(pg)?;
+    crate::fate::learn_target(&c, ctx.extension)
+        .await
+        .map_err(pg)?;
     let (ep, _) = ctx.acquired(&c, "k", "a", S(60)).await?;
     ctx.calls.release(&c, "k", "a", ep).await.map_err(e)?;
     let table = crate::extension::lease_table(&c).await.map_err(pg)?;

@@ -268,7 +268,11 @@ async fn the_same_sqlstate_is_the_harness_bug_from_its_statement_and_a_finding_f
         match &err {
             LeaseError::OutsideContract { code, context, .. } => {
                 assert_eq!(code, "42601");
-                assert!(context.contains("lease._failure_status"), "{context}");
+                // The innermost frame is the helper, in 0.3.0's schema lease_internal.
+                assert!(
+                    context.starts_with("PL/pgSQL function lease_internal._failure_status("),
+                    "{context}"
+                );
             }
             other => panic!("PG {major}: {other:?}"),
         }
@@ -292,5 +296,67 @@ async fn the_same_sqlstate_is_the_harness_bug_from_its_statement_and_a_finding_f
             }
             other => panic!("PG {major}: {other:?}"),
         }
+    }
+}
+
+/// Attribution follows the build's own routines (its extension's members in pg_depend), not
+/// a schema name: an error raised in a helper of schema `lease_internal`, called on its own
+/// (no frame of the API around it), is the target's; the same error from a function the
+/// harness puts into that very schema, which is no member of the extension, is not.
+#[tokio::test]
+async fn an_error_raised_in_a_helper_of_lease_internal_is_the_targets() {
+    use harness::extension::ExtensionFiles;
+    let mutant = harness::mutants::find("status_lookup_injects_key").expect("catalogued");
+    let files = ExtensionFiles::mutant(mutant).expect("the mutant applies");
+    for major in test_majors() {
+        let cluster = shared(major).unwrap();
+        cluster.provide_extension(&files).await.unwrap();
+        let db = cluster
+            .fresh_database_with("fate_helper", &files.name)
+            .await
+            .unwrap();
+        let c = cluster.connect(&db).await.unwrap();
+        let routines = harness::fate::target_routines(&c, &files.name)
+            .await
+            .unwrap();
+        assert!(
+            routines
+                .names("PL/pgSQL function lease_internal._failure_status(text,text,bigint) line 1"),
+            "PG {major}: {routines:?}"
+        );
+        let inside = c
+            .query(
+                "SELECT lease_internal._failure_status($1::text, 'o', 1)",
+                &[&"k'quote"],
+            )
+            .await
+            .unwrap_err();
+        let db_err = inside.as_db_error().expect("a server error");
+        assert!(
+            !db_err.where_().unwrap_or_default().contains("lease."),
+            "PG {major}: no frame of the API: {db_err:?}"
+        );
+        assert_eq!(
+            harness::fate::condition(&inside),
+            Condition::InTarget("42601"),
+            "PG {major}: {inside:?}"
+        );
+        assert_eq!(harness::fate::fate(&inside), Fate::OutsideContract);
+        // Negative control: the same error from the harness's own function in that schema.
+        c.batch_execute(
+            "CREATE FUNCTION lease_internal.planted_by_the_harness() RETURNS void \
+             LANGUAGE plpgsql AS $$ BEGIN EXECUTE 'SELEC 1'; END $$",
+        )
+        .await
+        .unwrap();
+        let own = c
+            .query("SELECT lease_internal.planted_by_the_harness()", &[])
+            .await
+            .unwrap_err();
+        assert_eq!(
+            harness::fate::condition(&own),
+            Condition::Sql("42601"),
+            "PG {major}: {own:?}"
+        );
     }
 }

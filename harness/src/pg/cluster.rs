@@ -409,13 +409,16 @@ impl Cluster {
             .await
     }
 
-    /// Like [`Cluster::fresh_database`], with the named extension (e.g. a mutant) installed.
+    /// Like [`Cluster::fresh_database`], with the named extension (e.g. a mutant) installed;
+    /// its routines are learnt as the target's ([`crate::fate::learn_target`]).
     pub async fn fresh_database_with(&self, prefix: &str, extension: &str) -> Result<String> {
         let name = self.fresh_empty_database(prefix).await?;
         let client = self.connect(&name).await?;
         client
             .batch_execute(&format!("CREATE EXTENSION {}", quote_ident(extension)))
             .await?;
+        // Errors raised in its routines are the target's (crate::fate).
+        crate::fate::learn_target(&client, extension).await?;
         Ok(name)
     }
 

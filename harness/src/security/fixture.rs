@@ -33,6 +33,7 @@ impl<'a> Fixture<'a> {
             owner
                 .batch_execute(&format!("CREATE EXTENSION {}", quote_ident(extension)))
                 .await?;
+            crate::fate::learn_target(&owner, extension).await?;
             Ok::<_, SecurityError>(())
         }
         .await;
