@@ -26,8 +26,8 @@ fn major() -> u32 {
 /// 2-6 s; a violation's search can take 30 s), a race mutant the free campaigns miss by
 /// the race plans (186 written ones, in order; lock_live_skips_expiry once survived 8 free
 /// campaigns and 150 drawn plans before they were hunted), the stall mutants within 150
-/// drawn plans (under 1 s each), plus the control; 1.5-3 minutes on 2 busy cores
-/// (measured: 76-167 s). (HuntOptions::quick caps a hunt at 8 free-running campaigns, the
+/// drawn plans (under 1 s each), plus the control; 1.5-3.5 minutes on 2 busy cores
+/// (measured: 76-200 s). (HuntOptions::quick caps a hunt at 8 free-running campaigns, the
 /// race plans and 150 drawn plans; lost_race_keeps_row_lock once survived 60 on a quiet
 /// machine.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -83,10 +83,13 @@ async fn every_sql_mutant_is_killed_and_pg_lease_passes_the_same_campaigns() {
     );
     assert!(control.runs.len() as u64 >= campaigns.iter().map(|(_, n)| n).sum::<u64>());
     // The figures the kill table records: every free-running campaign recorded all its
-    // calls at a measured rate.
+    // calls at a measured rate, but one the target stopped early (an answer outside the
+    // API or a call that hung ends the recording at that call).
     for run in hunts.iter().chain([&control]).flat_map(|h| &h.runs) {
         if run.mode == Mode::Free {
-            assert_eq!(run.ops as u64, options.free_ops, "seed {}", run.seed);
+            if !matches!(run.outcome, "malformed" | "hang") {
+                assert_eq!(run.ops as u64, options.free_ops, "seed {}", run.seed);
+            }
             assert!(run.ops_per_s > 0.0, "seed {}", run.seed);
         }
     }
