@@ -47,9 +47,13 @@ pub(super) async fn epochs_count_past_2_31(ctx: &Ctx<'_>) -> CheckResult {
         }
     };
     grant("a").await?;
+    // The parameter is the contract's bigint whatever the build's column (an integer
+    // column takes 2^31 - 2 and then cannot count on: that is the finding).
     let table = crate::extension::lease_table(&c).await.map_err(pg)?;
     c.execute(
-        &format!("UPDATE {table} SET epoch = $1 WHERE key OPERATOR(pg_catalog.=) 'k'"),
+        &format!(
+            "UPDATE {table} SET epoch = $1::pg_catalog.int8 WHERE key OPERATOR(pg_catalog.=) 'k'"
+        ),
         &[&(INT4_MAX - 1)],
     )
     .await
