@@ -240,6 +240,7 @@ mod objects;
 mod planted;
 mod roles;
 mod shapes;
+pub mod surface;
 pub mod tools;
 
 pub use durable::{durability_bypass, DurabilityBypass};
