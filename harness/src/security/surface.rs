@@ -276,3 +276,27 @@ pub const MUTANTS: &[SurfaceMutant] = &[
         )],
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every surface mutant's edits apply to the current install script (exactly once each),
+    /// and every mutant a class's control names exists: a stale one fails here, without a
+    /// server, rather than in the negative-control test.
+    #[test]
+    fn every_surface_mutant_applies_and_every_named_one_exists() {
+        for m in MUTANTS {
+            m.files().unwrap_or_else(|e| panic!("{}: {e:?}", m.name));
+        }
+        for class in CLASSES {
+            if let Control::Mutant(name, _) = class.control {
+                assert!(
+                    MUTANTS.iter().any(|m| m.name == name),
+                    "{}: no surface mutant {name}",
+                    class.name
+                );
+            }
+        }
+    }
+}
