@@ -625,3 +625,15 @@ BEGIN
          WHERE l.key = inspect.key COLLATE "C";
 END
 $$;
+
+-- The comments 0.1.0 gave the API (an install updated from 0.1.0 or 0.2.0 keeps them, so a
+-- fresh install states them too: harness/tests/update_paths.rs compares the two).
+COMMENT ON SCHEMA lease IS 'pg_lease: time-bounded leases with fencing epochs';
+COMMENT ON FUNCTION lease.acquire(text, text, interval, interval) IS
+    'Acquire a lease: (acquired, epoch, expires_at). wait > 0 polls and raises 57014 when exhausted.';
+COMMENT ON FUNCTION lease.renew(text, text, bigint, interval) IS
+    'Heartbeat: status ok | not_owner | lapsed | epoch_mismatch, and the new expiry.';
+COMMENT ON FUNCTION lease.release(text, text, bigint) IS
+    'Release a held lease (the epoch advances): ok | not_owner | lapsed | epoch_mismatch.';
+COMMENT ON FUNCTION lease.inspect(text) IS
+    'Observe a key: zero rows if never leased; held = false rows carry the fencing watermark.';

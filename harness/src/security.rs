@@ -244,6 +244,7 @@ macro_rules! fixture_check {
     };
 }
 
+mod commit_time;
 mod dump;
 mod durable;
 mod fixture;
@@ -252,8 +253,10 @@ mod objects;
 mod planted;
 mod roles;
 mod shapes;
+pub mod surface;
 pub mod tools;
 
+pub use commit_time::{commit_time_bypass, grant_then_crash, CommitRoute};
 pub use durable::{durability_bypass, DurabilityBypass};
 use fixture::{config_tables, expect_denied, finish, outcome_code, own_cluster, LeaseTable};
 pub use fixture::{table_rows, Fixture, LeaseRow};

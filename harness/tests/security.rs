@@ -45,6 +45,10 @@ const FAILED_BY_0_2_0: &[(&str, &str)] = &[
         "missing:    schema lease_internal: owner bootstrap superuser",
     ),
     (
+        "the_owner_dumps_the_epochs_and_only_a_superuser_restore_loads_them",
+        "pg_dump by the database owner after a superuser restored its database failed",
+    ),
+    (
         "prepared_transactions_never_hold_a_key",
         "COMMIT PREPARED after the lease had lapsed revived alice's lease",
     ),

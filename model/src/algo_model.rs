@@ -67,7 +67,7 @@ pub const NO_RENEW_STALLED_BY_SLEEPER: &str =
 /// The step order modelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Variant {
-    /// pg_lease 0.1.0 (`extension/pg_lease--0.1.0.sql`): the clock is read at the top of
+    /// pg_lease 0.1.0 (`extension/released/pg_lease--0.1.0.sql`): the clock is read at the top of
     /// each attempt, before the probe and before any lock wait.
     V0_1_0,
     /// pg_lease 0.2.0 (`extension/pg_lease--0.1.0--0.2.0.sql`): writes read the clock after

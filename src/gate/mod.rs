@@ -11,6 +11,7 @@ mod no_verdict;
 pub mod outcome;
 pub mod report;
 mod suites;
+mod surface_suite;
 
 use anyhow::{bail, Context};
 use harness::extension::Build;
@@ -86,6 +87,10 @@ pub struct GateArgs {
     /// Only these suites (repeatable) [default: all].
     #[arg(long = "suite")]
     pub suites: Vec<String>,
+    /// Print what the selected suites run on the --pg majors (the security suite: its
+    /// checks and the attack-surface statement classes) and exit.
+    #[arg(long)]
+    pub list: bool,
     /// Only these fault checks in the faults suite (repeatable) [default: --quick one per
     /// class, --full all; `leasecheck faults --list` names them].
     #[arg(long = "fault", value_name = "NAME")]
@@ -204,6 +209,10 @@ fn clock_seed() -> u64 {
 /// Runs the gate; the exit status.
 pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
     let majors = parse_majors(&args.majors)?;
+    if args.list {
+        print!("{}", list(&select_suites(&args.suites)?, &majors));
+        return Ok(EXIT_PASSED);
+    }
     let mut build = load_build(args)?;
     if let Some(dsn) = &args.dsn {
         // Its owner installed the build on the server under its own name.
@@ -368,6 +377,19 @@ fn run_local(
         results.push(result);
     }
     Ok(results)
+}
+
+/// What `selected` run on `majors` (`--list`).
+fn list(selected: &[suites::Suite], majors: &[u32]) -> String {
+    let mut out = String::new();
+    for suite in selected {
+        match suite.name {
+            "security" => out.push_str(&surface_suite::list(majors)),
+            "faults" => out.push_str("faults: `leasecheck faults --list` names its checks\n"),
+            other => out.push_str(&format!("{other}\n")),
+        }
+    }
+    out
 }
 
 /// The suites named (all when none); an unknown name is refused.

@@ -679,5 +679,18 @@ async fn security(ctx: &Ctx<'_>) -> SuiteResult {
             break;
         }
     }
+    let surface_started = Instant::now();
+    let timeout = super::surface_suite::TIMEOUT;
+    match tokio::time::timeout(timeout, super::surface_suite::checks(ctx)).await {
+        Ok(results) => checks.extend(results),
+        Err(_) => checks.push(CheckResult::infrastructure(
+            format!("{}the suite", super::surface_suite::PREFIX),
+            format!(
+                "hung: the attack-surface suite did not finish within {timeout:?}; {}",
+                active_sql(ctx.cluster).await
+            ),
+            surface_started.elapsed(),
+        )),
+    }
     SuiteResult::of("security", checks, start.elapsed())
 }

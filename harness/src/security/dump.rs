@@ -216,6 +216,25 @@ async fn the_owner_dumps_the_epochs_and_only_a_superuser_restore_loads_them_body
             "after a superuser restore inspect shows {restored:?}; before the dump it showed {original:?}"
         ));
     }
+    // The database's owner can still dump the restored database (the restore's CREATE
+    // EXTENSION ran as the superuser: a grant to the installer would go to the superuser).
+    let again = tools
+        .pg_dump(
+            &tools::Conn {
+                db: su_db.clone(),
+                ..conn.clone()
+            },
+            &["--format=custom", "--file"],
+            Some(&dir.path().join("again.dump")),
+        )
+        .await?;
+    if !again.success() {
+        problems.push(format!(
+            "pg_dump by the database owner after a superuser restored its database failed ({}): {}",
+            again.status,
+            again.stderr.trim()
+        ));
+    }
     if !problems.is_empty() {
         violated!("{}", problems.join("\n"));
     }

@@ -8,7 +8,7 @@ use super::*;
 /// survives a crash of a cluster whose WAL writer is stopped (so that only the commit
 /// itself can flush it). Returns the inspect row after the crash and the epoch another
 /// owner then gets.
-async fn grant_after_crash(
+pub(super) async fn grant_after_crash(
     cluster: &mut Cluster,
     extension: &str,
     setup: &str,
@@ -133,7 +133,9 @@ fn parent_of(pid: i32) -> Option<u32> {
 
 /// A cluster of its own for the durability checks: the WAL writer flushes only every 10 s,
 /// so a commit that did not flush its own record is lost by a crash right after it.
-async fn durability_cluster(install: &crate::pg::PgInstall) -> Result<Cluster, SecurityError> {
+pub(super) async fn durability_cluster(
+    install: &crate::pg::PgInstall,
+) -> Result<Cluster, SecurityError> {
     let cluster = own_cluster(install, &[("wal_writer_delay", "10s")]).await?;
     cluster
         .connect("postgres")
@@ -189,7 +191,7 @@ pub async fn durability_bypass(
     let (after_crash, next_epoch) = grant_after_crash(
         &mut cluster,
         extension,
-        "SET CONSTRAINTS ALL IMMEDIATE; SET LOCAL synchronous_commit = off",
+        super::CommitRoute::SetConstraints.setup(),
     )
     .await?;
     Ok(DurabilityBypass {
