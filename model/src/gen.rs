@@ -41,13 +41,17 @@ impl Rng {
         }
     }
 
-    /// Uniform in `lo..=hi`.
+    /// Uniform in `lo..=hi` (any two `i64`).
     pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
         if hi <= lo {
-            lo
-        } else {
-            lo + self.below((hi - lo) as u64 + 1) as i64
+            return lo;
         }
+        let width = (i128::from(hi) - i128::from(lo) + 1) as u128;
+        let offset = match u64::try_from(width) {
+            Ok(w) => self.below(w),
+            Err(_) => self.next_u64(), // the whole of i64
+        };
+        (i128::from(lo) + i128::from(offset)) as i64
     }
 
     /// True with probability `percent`/100.
@@ -433,7 +437,7 @@ impl<'a> Sim<'a> {
             return;
         }
         if let Op::Acquire { wait: Some(w), .. } = &op {
-            let deadline = call.invoke + w.advance_bounds().0;
+            let deadline = w.advance(Ts(call.invoke)).0;
             if outcome == Outcome::Timeout && at < deadline {
                 self.schedule((at + 5).min(deadline), Event::Effect(c));
                 return;

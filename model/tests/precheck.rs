@@ -262,25 +262,60 @@ fn release_then_new_grant_is_valid() {
 
 #[test]
 fn month_long_ttls_are_valid() {
-    // A month is 28 to 31 days: 30 days after the instant is a possible expiry.
+    // A month is the calendar's: from 2026-01-31 it ends on 2026-02-28 (28 days later,
+    // clamped), from 2026-02-28 on 2026-03-28, from 1970-01-01 after 31 days.
+    let jan31 = 1_769_817_600_000_000;
     let mut h = H::new();
-    h.op(1, acq("k", "a", MONTH), 0, 1, acquired(1, 28 * DAY_US))
-        .op(
-            1,
-            renew("k", "a", 1, MONTH),
-            1000,
-            1001,
-            renewed(1000 + 30 * DAY_US),
-        )
-        .op(1, release("k", "a", 1), 2000, 2001, ok(Outcome::Released))
-        .op(
-            2,
-            acq("k", "b", MONTH),
-            3000,
-            3001,
-            acquired(3, 3000 + 31 * DAY_US),
-        );
+    h.op(
+        1,
+        acq("k", "a", MONTH),
+        jan31,
+        jan31 + 1,
+        acquired(1, jan31 + 28 * DAY_US),
+    )
+    .op(
+        1,
+        renew("k", "a", 1, MONTH),
+        jan31 + 1000,
+        jan31 + 1001,
+        renewed(jan31 + 1000 + 28 * DAY_US),
+    )
+    .op(
+        1,
+        release("k", "a", 1),
+        jan31 + 2000,
+        jan31 + 2001,
+        ok(Outcome::Released),
+    )
+    .op(
+        2,
+        acq("k", "b", MONTH),
+        jan31 + 28 * DAY_US,
+        jan31 + 28 * DAY_US + 1,
+        acquired(3, jan31 + 56 * DAY_US),
+    );
     assert_valid(&h);
+    let mut epoch_start = H::new();
+    epoch_start.op(1, acq("k", "a", MONTH), 0, 1, acquired(1, 31 * DAY_US));
+    assert_valid(&epoch_start);
+}
+
+#[test]
+fn a_month_is_not_any_28_to_31_days() {
+    // 30 days after 2026-01-31 is no month after any instant of the window (issue 17 (a))
+    let jan31 = 1_769_817_600_000_000;
+    for days in [27, 29, 30, 31] {
+        let mut h = H::new();
+        h.op(
+            1,
+            acq("k", "a", MONTH),
+            jan31,
+            jan31 + 1,
+            acquired(1, jan31 + days * DAY_US),
+        );
+        let v = check(&h.build(), &options(true));
+        assert!(!v.is_linearizable(), "{days} days: {v}");
+    }
 }
 
 #[test]
@@ -716,7 +751,7 @@ impl Gen {
         };
         let expiry = |t: i64| match op {
             Op::Acquire { ttl: Some(ttl), .. } | Op::Renew { ttl: Some(ttl), .. } => {
-                Ts(t).plus(ttl.advance_bounds().0)
+                ttl.advance(Ts(t))
             }
             _ => Ts(t),
         };

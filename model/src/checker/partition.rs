@@ -122,7 +122,7 @@ impl Windows {
 }
 
 /// The earliest instant `op` can have taken effect at: its window's start, or later when a
-/// reported expiry pins a grant or renew to `expires_at - ttl`.
+/// reported expiry pins a grant or renew to the instants `t` with `t + ttl = expires_at`.
 fn earliest_effect(op: &OpRecord, window: Span) -> Ts {
     let pinned = match (&op.result, &op.call) {
         (
@@ -130,7 +130,7 @@ fn earliest_effect(op: &OpRecord, window: Span) -> Ts {
             Op::Acquire { ttl: Some(ttl), .. },
         )
         | (OpResult::Ok(Outcome::Renewed { expires_at }), Op::Renew { ttl: Some(ttl), .. }) => {
-            Some(expires_at.plus(-ttl.advance_bounds().1))
+            ttl.earliest_source_in(*expires_at, window.t0(), window.t1())
         }
         _ => None,
     };

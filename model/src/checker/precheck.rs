@@ -185,7 +185,9 @@ struct Item<'h> {
 }
 
 impl Item<'_> {
-    /// The instants a reported expiry fixes for a grant or renew: `expires_at - ttl`.
+    /// The instants of its window a reported expiry fixes for a grant or renew (the
+    /// instants `t` with `t + ttl = expires_at`: with months, up to four); the whole window
+    /// when none does (the search rejects the op then).
     fn implied_start(&self) -> Option<(Ts, Ts)> {
         match self.fact {
             Fact::Acquired {
@@ -194,10 +196,12 @@ impl Item<'_> {
             | Fact::Renewed {
                 expires_at, ttl, ..
             } => {
-                let (lo, hi) = ttl.advance_bounds();
-                let earliest = Ts(expires_at.0.saturating_sub(hi)).max(self.window.t0());
-                let latest = Ts(expires_at.0.saturating_sub(lo)).min(self.window.t1());
-                Some((earliest, latest))
+                let (t0, t1) = (self.window.t0(), self.window.t1());
+                Some(
+                    ttl.earliest_source_in(expires_at, t0, t1)
+                        .zip(ttl.latest_source_in(expires_at, t0, t1))
+                        .unwrap_or((t0, t1)),
+                )
             }
             _ => None,
         }
@@ -661,12 +665,12 @@ impl MaybeGrants {
         let mut out = MaybeGrants::default();
         let mut acc: Option<MaybeSummary> = None;
         for (call, window, ttl, entry) in found {
-            let (lo, hi) = ttl.advance_bounds();
+            let expiries = ttl.image(window.t0(), window.t1());
             let one = MaybeSummary {
                 earliest_start: (window.t0(), entry),
                 latest_start: (window.t1(), entry),
-                lowest_expiry: (window.t0().plus(lo), entry),
-                highest_expiry: (window.t1().plus(hi), entry),
+                lowest_expiry: (expiries.lo, entry),
+                highest_expiry: (expiries.hi, entry),
             };
             let next = acc.map_or(one, |a| a.join(&one));
             out.calls.push(call);
@@ -881,7 +885,8 @@ fn earliest_end(
         let bound = match item.fact {
             Fact::Acquired { expires_at, .. } | Fact::Renewed { expires_at, .. } => expires_at,
             Fact::MaybeRenewed { ttl, .. } => {
-                after_grant(item.window.t0()).plus(ttl.advance_bounds().0)
+                ttl.image(after_grant(item.window.t0()), item.window.t1())
+                    .lo
             }
             _ => after_grant(item.window.t0()),
         };
@@ -1033,7 +1038,7 @@ fn expiry_writes(lease: &LeaseItems<'_, '_>) -> Vec<(Nanos, Bound)> {
         .map(|item| {
             let bound = match item.fact {
                 Fact::Acquired { expires_at, .. } | Fact::Renewed { expires_at, .. } => expires_at,
-                Fact::MaybeRenewed { ttl, .. } => item.window.t1().plus(ttl.advance_bounds().1),
+                Fact::MaybeRenewed { ttl, .. } => ttl.image(item.window.t0(), item.window.t1()).hi,
                 _ => item.window.t1(),
             };
             (item.call, (bound, item.entry))
