@@ -156,10 +156,7 @@ fn small_histories_are_what_the_test_needs() {
 #[test]
 fn search_agrees_with_brute_force_on_10000_small_histories() {
     let opts = CheckOptions {
-        budget: Budget {
-            time: None,
-            states: None,
-        },
+        budget: Budget::UNLIMITED,
         prechecks: false,
         diagnosis: None,
         ..CheckOptions::default()

@@ -814,6 +814,7 @@ fn prechecks_never_report_what_the_search_accepts() {
         budget: model::Budget {
             time: Some(std::time::Duration::from_secs(5)),
             states: Some(200_000),
+            ..model::Budget::default()
         },
         ..CheckOptions::default()
     };

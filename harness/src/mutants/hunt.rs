@@ -47,6 +47,7 @@ impl HuntOptions {
             free_budget: Budget {
                 time: Some(Duration::from_secs(30)),
                 states: Some(5_000_000),
+                ..Budget::default()
             },
             stepped_plans: 150,
             stepped_seed: 0,
@@ -63,6 +64,7 @@ impl HuntOptions {
             free_budget: Budget {
                 time: Some(Duration::from_secs(60)),
                 states: Some(20_000_000),
+                ..Budget::default()
             },
             stepped_plans: 300,
             ..HuntOptions::quick()

@@ -2,11 +2,12 @@
 //! the longest linearizable prefix, the state after it, the op that could not be placed
 //! next, and why.
 
+use super::fire::{resolve, Scopes};
 use super::intern::{Ctx, Sym, Symbols};
 use super::partition::{EntryKind, Partition};
-use super::search::{txn_ended, Bits, Deepest};
-use super::state::{apply, closure, PState, Reject};
-use super::{FoundBy, Step, Violation};
+use super::search::{txn_ended, Deepest};
+use super::state::{apply, PState, Reject};
+use super::{Budget, FoundBy, Meter, Step, Violation};
 use crate::history::{History, OpRecord, OpResult};
 use crate::invariant::Invariant;
 use crate::spec::{KeyState, Op, Outcome, Row};
@@ -16,14 +17,11 @@ use std::fmt::Write;
 /// How many placed entries of the prefix the explanation lists (the last ones).
 const PREFIX_SHOWN: usize = 12;
 
-pub(crate) fn violation(cx: Ctx<'_>, d: &Deepest) -> Violation {
+pub(crate) fn violation(cx: Ctx<'_>, d: &Deepest, budget: Budget) -> Violation {
     let (history, part) = (cx.history, cx.part);
     let symbols = &cx.prepared.symbols;
     let base = time_base(history);
-    let mut bits = Bits::new(part.entries.len());
-    for i in &d.placed {
-        bits.set(*i);
-    }
+    let bits = &d.bits;
     let blocking_ret = part.entries[d.blocking].ret;
     // Entries that could have been placed next: not placed, started before the blocking
     // entry returned.
@@ -32,13 +30,17 @@ pub(crate) fn violation(cx: Ctx<'_>, d: &Deepest) -> Violation {
         .filter(|i| blocking_ret.is_none_or(|r| part.entries[*i].call <= r))
         .collect();
     let mut rejected: Vec<(usize, Reject)> = Vec::new();
-    // (past the limit, explain from the states before any pending op fired)
-    let states = closure(cx, &d.states).unwrap_or_else(|_| d.states.clone());
+    // (past the budget, explain from the states before any pending op fired)
+    let scopes = Scopes::of(cx);
+    let mut meter = Meter::new(budget);
     for &i in candidates
         .iter()
         .filter(|i| !part.entries[**i].is_open_ended())
     {
-        let ended = txn_ended(history, part, &bits, i);
+        // (past the budget, explain from the states before any pending op fired)
+        let states = resolve(cx, &scopes, &d.states, scopes.before(i), &mut meter)
+            .unwrap_or_else(|_| d.states.clone());
+        let ended = txn_ended(history, part, bits, i);
         let mut first = None;
         let mut placeable = false;
         for s in &states {
