@@ -183,6 +183,96 @@ fn grant_backdated_before_a_release_is_caught() {
     assert_caught(&h, "grant-overlap", Invariant::MutualExclusion, 3);
 }
 
+/// a's lease, released in transaction 7 whose COMMIT is sent at 40 (`end`); an inspect at
+/// [35, 36] still sees a's lease, so the COMMIT came after 36; b's grant is dated `b_at`
+/// by its expiry.
+fn release_in_a_transaction(end: TxnEnd, b_at: i64) -> H {
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(10_000)), 0, 1, acquired(1, 10_000))
+        .op_in(
+            2,
+            Some(7),
+            release("k", "a", 1),
+            10,
+            11,
+            ok(Outcome::Released),
+        )
+        .op(4, inspect("k"), 35, 36, held("a", 1, 10_000))
+        .txn(7, 2, 9, 40, 41, end)
+        .op(3, acq("k", "b", us(100)), 20, 60, acquired(3, b_at + 100));
+    h
+}
+
+#[test]
+fn grant_before_the_commit_of_a_release_is_caught() {
+    // b's grant waited for the row lock of a's release and is dated 30, before the COMMIT
+    // (issue 17 (b)); the search finds it (the pre-checks order writes by their own
+    // instants, which is weaker: they leave it to the search)
+    assert_left_to_search(&release_in_a_transaction(TxnEnd::Commit, 30));
+    let h = release_in_a_transaction(TxnEnd::Commit, 30).build();
+    assert_eq!(
+        check(&h, &options(false)).invariant(),
+        Some(Invariant::MutualExclusion)
+    );
+}
+
+#[test]
+fn grant_before_an_unknown_commit_of_a_release_is_caught() {
+    // the same with the COMMIT's answer lost: committed, b came too early; not committed,
+    // a's lease was still live
+    assert_left_to_search(&release_in_a_transaction(TxnEnd::Unknown, 30));
+}
+
+#[test]
+fn grant_after_the_commit_of_a_release_is_valid() {
+    // the controls: b's grant dated 50, after the COMMIT's window (committed for sure, or
+    // with its answer lost)
+    assert_valid(&release_in_a_transaction(TxnEnd::Commit, 50));
+    assert_valid(&release_in_a_transaction(TxnEnd::Unknown, 50));
+}
+
+/// a holds the key until 10,000; b's acquire invoked at 10 loses its answer and a crash
+/// ([20, 30]) ends b's session; after it b reports epoch 2 expiring at `b_expiry` (ttl
+/// 10,000): the lost acquire's grant, dated by that expiry.
+fn lost_acquire_then_crash(b_expiry: i64) -> H {
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(10_000)), 0, 1, acquired(1, 10_000))
+        .op(2, acq("k", "b", us(10_000)), 10, 11, unknown())
+        .restart(20, 30)
+        .op(3, acq("k", "b", us(10_000)), 40, 41, acquired(2, b_expiry));
+    h
+}
+
+#[test]
+fn lost_acquire_before_a_crash_that_overlaps_is_caught() {
+    // the lost acquire can have granted only before the crash (issue 17 (c)), while a's
+    // lease was live: the pre-check sees it without searching
+    let history = lost_acquire_then_crash(10_015).build();
+    let v = check(&history, &options(true));
+    let found = v.violation().expect("a violation");
+    assert_eq!(found.found_by, FoundBy::Precheck("grant-overlap"), "{v}");
+    assert_eq!(found.invariant, Invariant::MutualExclusion, "{v}");
+    assert!(check(&history, &options(false)).violation().is_some());
+}
+
+#[test]
+fn lost_acquire_granted_after_the_lease_lapsed_is_valid() {
+    // the control: b's acquire after a's lease lapsed is granted epoch 2 (the lost one
+    // never took effect)
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(10_000)), 0, 1, acquired(1, 10_000))
+        .op(2, acq("k", "b", us(10_000)), 10, 11, unknown())
+        .restart(20, 30)
+        .op(
+            3,
+            acq("k", "b", us(10_000)),
+            10_040,
+            10_041,
+            acquired(2, 20_040),
+        );
+    assert_valid(&h);
+}
+
 #[test]
 fn grant_before_an_injected_lapse_is_caught() {
     let mut h = H::new();
