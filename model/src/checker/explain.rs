@@ -189,7 +189,9 @@ pub(crate) fn time_base(history: &History) -> Ts {
         .unwrap_or(Ts(0))
 }
 
-/// A server instant relative to `base`, in seconds.
+/// A server instant as RFC 3339 UTC with its offset from `base` (the history's first
+/// server instant): `2026-12-03T09:38:50.000100Z (+0.000100s)`; `-inf`/`+inf` for a bound
+/// the checker does not know.
 pub(crate) fn fmt_ts(t: Ts, base: Ts) -> String {
     if t <= super::partition::FAR_PAST {
         return "-inf".to_string();
@@ -200,7 +202,20 @@ pub(crate) fn fmt_ts(t: Ts, base: Ts) -> String {
     let d = t.0.saturating_sub(base.0);
     let sign = if d < 0 { "-" } else { "+" };
     let a = d.unsigned_abs();
-    format!("{sign}{}.{:06}s", a / 1_000_000, a % 1_000_000)
+    format!(
+        "{} ({sign}{}.{:06}s)",
+        t.rfc3339(),
+        a / 1_000_000,
+        a % 1_000_000
+    )
+}
+
+/// An expiry: as [`fmt_ts`], and "never" for an unbounded one.
+pub(crate) fn fmt_expiry(t: Ts, base: Ts) -> String {
+    if t >= super::partition::FAR_FUTURE {
+        return "never".to_string();
+    }
+    fmt_ts(t, base)
 }
 
 fn fmt_span(s: Span, base: Ts) -> String {
@@ -286,11 +301,14 @@ pub(crate) fn describe_result(r: &OpResult, base: Ts) -> String {
 fn describe_outcome(o: &Outcome<String>, base: Ts) -> String {
     match o {
         Outcome::Acquired { epoch, expires_at } => {
-            format!("acquired epoch {epoch} until {}", fmt_ts(*expires_at, base))
+            format!(
+                "acquired epoch {epoch} until {}",
+                fmt_expiry(*expires_at, base)
+            )
         }
         Outcome::Denied => "denied".to_string(),
         Outcome::Timeout => "wait exhausted".to_string(),
-        Outcome::Renewed { expires_at } => format!("ok until {}", fmt_ts(*expires_at, base)),
+        Outcome::Renewed { expires_at } => format!("ok until {}", fmt_expiry(*expires_at, base)),
         Outcome::Released => "ok".to_string(),
         Outcome::NotOwner => "not_owner".to_string(),
         Outcome::Lapsed => "lapsed".to_string(),
@@ -303,9 +321,15 @@ fn describe_outcome(o: &Outcome<String>, base: Ts) -> String {
             expires_at,
         })) => match (held, owner, expires_at) {
             (true, Some(o), Some(e)) => {
-                format!("held by {o:?} epoch {epoch} until {}", fmt_ts(*e, base))
+                format!("held by {o:?} epoch {epoch} until {}", fmt_expiry(*e, base))
             }
-            _ => format!("not held, epoch {epoch}"),
+            (false, None, None) => format!("not held, epoch {epoch}"),
+            // anything else exactly as recorded (an inconsistent row is a finding)
+            _ => format!(
+                "row {{held: {held}, owner: {}, epoch: {epoch}, expires_at: {}}}",
+                fmt_text(owner),
+                expires_at.map_or("NULL".to_string(), |e| fmt_expiry(e, base))
+            ),
         },
         Outcome::InvalidInput => "invalid input".to_string(),
         Outcome::Injected => "applied".to_string(),
@@ -354,13 +378,19 @@ pub(crate) fn describe_entry(history: &History, part: &Partition, i: usize, base
 
 fn describe_reject(r: &Reject, base: Ts, symbols: &Symbols) -> String {
     match r {
-        Reject::Spec(m) => format!("{m}"),
+        // (the spec's own detail speaks in interned ids and raw microseconds: the states
+        // are listed above in the user's terms)
+        Reject::Spec(m) => format!(
+            "in no state listed above, at no instant of its server window, does the spec \
+             allow what it observed; that contradicts {}",
+            m.invariant
+        ),
         Reject::Locked { txn, key } => format!(
             "it writes key {:?}, which open transaction {txn} has row-locked",
             symbols.name(*key)
         ),
         Reject::TooEarly { at, floor } => format!(
-            "its observation places it at {}, before {}, the instant of a write to the key \
+            "its observation places it at {}, before {}, the commit of a write to the key \
              placed before it",
             fmt_ts(*at, base),
             fmt_ts(*floor, base)
@@ -406,12 +436,12 @@ fn describe_key_state(st: &KeyState<Sym>, base: Ts, symbols: &Symbols) -> String
             match expires.as_exact() {
                 Some(t) => format!(
                     "HELD by {owner:?}, epoch {epoch}, until {}",
-                    fmt_ts(t, base)
+                    fmt_expiry(t, base)
                 ),
                 None => format!(
                     "HELD by {owner:?}, epoch {epoch}, until some instant in [{}, {}]",
-                    fmt_ts(expires.lo, base),
-                    fmt_ts(expires.hi, base)
+                    fmt_expiry(expires.lo, base),
+                    fmt_expiry(expires.hi, base)
                 ),
             }
         }
