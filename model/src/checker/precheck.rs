@@ -20,7 +20,10 @@
 //!    So every counted acquire of epoch `e` names the one owner of the chain's lease `e`, and
 //!    that lease's grant is placed no later than any of them.
 //! 3. Writes are placed in the order of their effective instants (the `floor`), so every
-//!    write on the chain after the grant of `e` takes effect at or after it.
+//!    write on the chain after the grant of `e` takes effect at or after it; a write of an
+//!    explicit transaction orders the other writers from its COMMIT's window on, so a
+//!    release in a transaction that acquires nothing of its key ends the lease, for the
+//!    next grant, no earlier than that window's start.
 //! 4. A stored expiry only changes by writes (grant, renew, injected lapse); reads narrow it.
 //!    So the lease's expiry at any point lies within the bounds some write to it set.
 //!
@@ -37,7 +40,7 @@ use crate::history::{History, Nanos, NemesisEffect, OpRecord, TxnEnd};
 use crate::invariant::Invariant;
 use crate::spec::{Epoch, Op, Outcome, Spec};
 use crate::time::{Interval, Span, Ts};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The first violation a pre-check finds in `part`, if any.
 pub fn run(spec: &Spec, history: &History, part: &Partition) -> Option<Violation> {
@@ -182,6 +185,13 @@ struct Item<'h> {
     /// `None` when it may never be (unknown outcome, transaction of unknown end, a restart
     /// that may come between it and its commit).
     committed_by: Option<Nanos>,
+    /// The earliest instant a grant of another lease can take effect at after this one, were
+    /// it committed: its own window's start, or, in an explicit transaction that makes no
+    /// acquire of the key, the later of that and the start of its COMMIT's window (it
+    /// row-locks the key until then, so every other writer comes after its commit: the
+    /// search's floor). A transaction that also acquires the key may grant it before its
+    /// own COMMIT.
+    orders_from: Ts,
 }
 
 impl Item<'_> {
@@ -275,10 +285,21 @@ impl Restarts {
 /// The items of every key of `part`, in no particular order.
 fn collect<'h>(history: &'h History, part: &Partition) -> BTreeMap<&'h str, Vec<Item<'h>>> {
     let restarts = Restarts::of(history, part);
+    // (transaction, key) of every acquire made in a transaction
+    let acquiring: BTreeSet<(u64, &str)> = part
+        .entries
+        .iter()
+        .filter_map(|e| match e.kind {
+            EntryKind::Op(i) => Some(&history.ops[i]),
+            _ => None,
+        })
+        .filter(|op| matches!(op.call, Op::Acquire { .. }))
+        .filter_map(|op| Some((op.txn?, op.call.key()?.as_str())))
+        .collect();
     let mut by_key: BTreeMap<&'h str, Vec<Item<'h>>> = BTreeMap::new();
     for (index, entry) in part.entries.iter().enumerate() {
         let found = match entry.kind {
-            EntryKind::Op(i) => op_item(history, part, &restarts, index, i),
+            EntryKind::Op(i) => op_item(history, part, &restarts, &acquiring, index, i),
             EntryKind::Nemesis(i) => match &history.nemeses[i].effect {
                 NemesisEffect::Lapse { key, .. } => Some((
                     key.as_str(),
@@ -289,6 +310,7 @@ fn collect<'h>(history: &'h History, part: &Partition) -> BTreeMap<&'h str, Vec<
                         ret: entry.ret,
                         window: entry.window,
                         committed_by: None,
+                        orders_from: entry.window.t0(),
                     },
                 )),
                 _ => None,
@@ -306,6 +328,7 @@ fn op_item<'h>(
     history: &'h History,
     part: &Partition,
     restarts: &Restarts,
+    acquiring: &BTreeSet<(u64, &str)>,
     index: usize,
     op_index: usize,
 ) -> Option<(&'h str, Item<'h>)> {
@@ -320,6 +343,11 @@ fn op_item<'h>(
         Commit::By(at) => Some(at),
     };
     let entry = &part.entries[index];
+    let commit_window = op
+        .txn
+        .filter(|t| !acquiring.contains(&(*t, key.as_str())))
+        .and_then(|t| part.txn_end.get(&t))
+        .map(|i| part.entries[*i].window.t0());
     Some((
         key.as_str(),
         Item {
@@ -329,6 +357,7 @@ fn op_item<'h>(
             ret: entry.ret,
             window: entry.window,
             committed_by,
+            orders_from: commit_window.map_or(entry.window.t0(), |c| entry.window.t0().max(c)),
         },
     ))
 }
@@ -888,7 +917,8 @@ fn earliest_end(
                 ttl.image(after_grant(item.window.t0()), item.window.t1())
                     .lo
             }
-            _ => after_grant(item.window.t0()),
+            // a release ends the lease for the next grant once it committed
+            _ => after_grant(item.orders_from),
         };
         end = lower(end, Some((bound, item.entry)));
     }
