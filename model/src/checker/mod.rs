@@ -265,8 +265,13 @@ impl fmt::Display for Verdict {
         match self {
             Verdict::Linearizable(s) => write!(
                 f,
-                "LINEARIZABLE: {} ops in {} partitions, {} search states, {:.3?}",
-                s.ops, s.partitions, s.states, s.elapsed
+                "LINEARIZABLE: {} ops in {} partitions, {} search states (about {} at \
+                 most), {:.3?}",
+                s.ops,
+                s.partitions,
+                s.states,
+                fmt_bytes(s.bytes),
+                s.elapsed
             ),
             Verdict::Violation(v) => write!(f, "{v}"),
             Verdict::Unknown(s) => write!(
