@@ -448,9 +448,10 @@ fn describe_key_state(st: &KeyState<Sym>, base: Ts, symbols: &Symbols) -> String
     }
 }
 
-fn quoted_list(keys: &[String]) -> String {
+/// Keys quoted, each cut as [`fmt_text`] cuts it.
+pub(crate) fn quoted_list(keys: &[String]) -> String {
     keys.iter()
-        .map(|k| format!("{k:?}"))
+        .map(|k| fmt_text(&Some(k.clone())))
         .collect::<Vec<_>>()
         .join(", ")
 }

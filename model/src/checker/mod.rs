@@ -276,11 +276,11 @@ impl fmt::Display for Verdict {
             Verdict::Violation(v) => write!(f, "{v}"),
             Verdict::Unknown(s) => write!(
                 f,
-                "UNKNOWN: the {} ran out while searching keys {:?} ({} ops, {} states so \
+                "UNKNOWN: the {} ran out while searching keys [{}] ({} ops, {} states so \
                  far, about {} of them); this is not a pass: raise it with {} (or resolve \
                  unknown outcomes)",
                 s.exhausted.what(),
-                s.keys,
+                explain::quoted_list(&s.keys),
                 s.stats.ops,
                 s.stats.states,
                 fmt_bytes(s.stats.bytes),
