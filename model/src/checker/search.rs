@@ -382,10 +382,13 @@ fn run(s: &mut Search<'_>, meter: &mut Meter) -> Outcome {
             }
             None => {
                 // a dead end: go back one placement
-                if deepest
-                    .as_ref()
-                    .is_none_or(|d| frames.len() > d.placed.len())
-                {
+                // the dead end that got furthest in real time (the latest return it could
+                // not get past), then the deepest: every order fails at or before that
+                // observation, so it names what broke rather than a side branch's symptom
+                let reach = |blocking: usize, placed: usize| (part.entries[blocking].ret, placed);
+                if deepest.as_ref().is_none_or(|d| {
+                    reach(blocking, frames.len()) > reach(d.blocking, d.placed.len())
+                }) {
                     deepest = Some(Deepest {
                         placed: frames
                             .iter()
