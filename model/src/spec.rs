@@ -1176,6 +1176,31 @@ impl Spec {
         Ok(dedup(out))
     }
 
+    /// The outcomes the spec allows `op` at the instants of `span` on `store` (expiries as
+    /// windows), for explanations; empty for an invalid op or one naming no key.
+    pub fn allowed<K: Name, O: Name>(
+        &self,
+        store: &Store<K, O>,
+        op: &Op<K, O>,
+        span: Span,
+    ) -> Vec<Expected<O>> {
+        if !op.violations().is_empty() {
+            return Vec::new();
+        }
+        let Some((key, kop)) = key_op(op) else {
+            return Vec::new();
+        };
+        let st = store.state(key);
+        let mut out: Vec<Expected<O>> = Vec::new();
+        for b in &self.branches(&st, &kop, span, span.t0()) {
+            let (exp, _) = self.realize(&st, &kop, b);
+            if !out.contains(&exp) {
+                out.push(exp);
+            }
+        }
+        out
+    }
+
     /// The committed store after a crash (unchanged: the table is WAL-logged).
     pub fn crash<K: Name, O: Name>(&self, store: &Store<K, O>) -> Store<K, O> {
         if self.is(Mutation::CrashLosesCommitted) {

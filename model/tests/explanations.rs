@@ -180,3 +180,16 @@ fn an_inconsistent_inspect_row_is_rendered_as_recorded() {
     );
     assert!(!text.contains("not held"), "{text}");
 }
+
+#[test]
+fn a_rejected_observation_is_shown_beside_what_the_spec_allows() {
+    // the inspect saw held without an owner; the spec allows a's lease, as written
+    let v = judged(&canonical(Invariant::InspectConsistent));
+    let text = v.to_string();
+    assert!(
+        text.contains(
+            "the spec allows there: held by \"owner-a\" epoch 1 until 1970-01-01T00:00:00.001000Z (+0.001000s)"
+        ),
+        "{text}"
+    );
+}

@@ -11,7 +11,7 @@ use super::{Budget, FoundBy, Meter, Step, Violation};
 use crate::history::{History, OpRecord, OpResult};
 use crate::invariant::Invariant;
 use crate::spec::{KeyState, Op, Outcome, Row};
-use crate::time::{Interval, Span, Ts};
+use crate::time::{Interval, Span, Ts, Window};
 use std::fmt::Write;
 
 /// How many placed entries of the prefix the explanation lists (the last ones).
@@ -132,6 +132,11 @@ pub(crate) fn violation(cx: Ctx<'_>, d: &Deepest, budget: Budget) -> Violation {
                 invariant_line(invariant),
                 describe_reject(r, base, symbols)
             );
+            if matches!(r, Reject::Spec(_)) {
+                if let Some(line) = allowed_line(cx, *i, &d.states, base) {
+                    let _ = writeln!(text, "  {line}");
+                }
+            }
             for (j, r) in rejected.iter().filter(|(j, _)| j != i).take(4) {
                 let _ = writeln!(
                     text,
@@ -398,6 +403,77 @@ fn describe_reject(r: &Reject, base: Ts, symbols: &Symbols) -> String {
     }
 }
 
+/// What the spec allows an autocommit op `i` in the listed states (its expiries as the
+/// windows its own window allows), or `None` for an op in a transaction (its own pending
+/// writes would count too) or when nothing is listed.
+fn allowed_line(cx: Ctx<'_>, i: usize, states: &[PState], base: Ts) -> Option<String> {
+    let entry = &cx.part.entries[i];
+    let EntryKind::Op(o) = entry.kind else {
+        return None;
+    };
+    if entry.txn.is_some() {
+        return None;
+    }
+    let op = &cx.prepared.ops[o].0;
+    let mut allowed: Vec<String> = Vec::new();
+    for s in states.iter().take(4) {
+        for e in cx.spec.allowed(&s.committed, op, entry.window) {
+            let text = describe_expected(&e, base, &cx.prepared.symbols);
+            if !allowed.contains(&text) {
+                allowed.push(text);
+            }
+        }
+    }
+    (!allowed.is_empty()).then(|| format!("the spec allows there: {}", allowed.join("; or ")))
+}
+
+fn fmt_expiry_window(w: &Window, base: Ts) -> String {
+    match w.as_exact() {
+        Some(t) => fmt_expiry(t, base),
+        None => format!(
+            "some instant in [{}, {}]",
+            fmt_expiry(w.lo, base),
+            fmt_expiry(w.hi, base)
+        ),
+    }
+}
+
+/// An outcome the spec allows, in the terms of [`describe_outcome`].
+fn describe_expected(e: &Outcome<Sym, Window>, base: Ts, symbols: &Symbols) -> String {
+    match e {
+        Outcome::Acquired { epoch, expires_at } => format!(
+            "acquired epoch {epoch} until {}",
+            fmt_expiry_window(expires_at, base)
+        ),
+        Outcome::Renewed { expires_at } => {
+            format!("ok until {}", fmt_expiry_window(expires_at, base))
+        }
+        Outcome::Inspected(Some(Row {
+            held: true,
+            owner: Some(o),
+            epoch,
+            expires_at: Some(w),
+        })) => format!(
+            "held by {:?} epoch {epoch} until {}",
+            symbols.name(*o),
+            fmt_expiry_window(w, base)
+        ),
+        Outcome::Inspected(Some(Row { epoch, .. })) => format!("not held, epoch {epoch}"),
+        Outcome::Inspected(None) => "no row".to_string(),
+        Outcome::Denied => "denied".to_string(),
+        Outcome::Timeout => "wait exhausted".to_string(),
+        Outcome::Released => "ok".to_string(),
+        Outcome::NotOwner => "not_owner".to_string(),
+        Outcome::Lapsed => "lapsed".to_string(),
+        Outcome::EpochMismatch => "epoch_mismatch".to_string(),
+        Outcome::InvalidInput => "invalid input".to_string(),
+        Outcome::Injected => "applied".to_string(),
+        Outcome::NotInjected => "found no live lease".to_string(),
+        Outcome::Failed => "failed".to_string(),
+        Outcome::Unknown => "unknown".to_string(),
+    }
+}
+
 fn describe_state(s: &PState, base: Ts, symbols: &Symbols) -> String {
     let key_state = |k: &Sym, st: &KeyState<Sym>| {
         format!(
@@ -433,17 +509,10 @@ fn describe_key_state(st: &KeyState<Sym>, base: Ts, symbols: &Symbols) -> String
             expires,
         } => {
             let owner = symbols.name(*owner);
-            match expires.as_exact() {
-                Some(t) => format!(
-                    "HELD by {owner:?}, epoch {epoch}, until {}",
-                    fmt_expiry(t, base)
-                ),
-                None => format!(
-                    "HELD by {owner:?}, epoch {epoch}, until some instant in [{}, {}]",
-                    fmt_expiry(expires.lo, base),
-                    fmt_expiry(expires.hi, base)
-                ),
-            }
+            format!(
+                "HELD by {owner:?}, epoch {epoch}, until {}",
+                fmt_expiry_window(expires, base)
+            )
         }
     }
 }
