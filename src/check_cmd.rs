@@ -84,6 +84,9 @@ pub struct CheckArgs {
     /// Search states the check may memoise.
     #[arg(long, value_name = "N", default_value_t = 20_000_000)]
     pub max_states: u64,
+    /// Bytes the check's search states may take, e.g. 512MiB, 4GiB.
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes, default_value = "2GiB")]
+    pub max_memory: u64,
     /// Inject faults while the campaign runs (free mode): names or groups, e.g.
     /// crash,pause,cut,lapse (see `leasecheck faults`); the schedule is drawn from the seed
     /// and the run lasts --time [default: 60s].
@@ -134,6 +137,7 @@ impl CheckArgs {
         Budget {
             time: Some(self.budget),
             states: Some(self.max_states),
+            memory: Some(self.max_memory),
         }
     }
 
@@ -369,4 +373,26 @@ impl RunFiles {
             shown(TIMELINE)
         );
     }
+}
+
+/// A size as `123`, `512KiB`, `512MiB` or `4GiB` (bytes; binary units).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: expected a number of bytes, e.g. 512MiB"))?;
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "KiB" => 10,
+        "MiB" => 20,
+        "GiB" => 30,
+        "TiB" => 40,
+        other => return Err(format!("{other:?}: expected B, KiB, MiB, GiB or TiB")),
+    };
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("{text:?}: too large"))
 }

@@ -26,6 +26,9 @@ pub struct CheckHistoryArgs {
     /// Search states to memoise, summed over keys [default: 20000000].
     #[arg(long, value_name = "N")]
     pub max_states: Option<u64>,
+    /// Bytes the search's states may take, e.g. 512MiB, 4GiB [default: 2GiB].
+    #[arg(long, value_name = "SIZE", value_parser = crate::check_cmd::parse_bytes)]
+    pub max_memory: Option<u64>,
 }
 
 impl CheckHistoryArgs {
@@ -35,6 +38,7 @@ impl CheckHistoryArgs {
             budget: Budget {
                 time: self.budget.or(default.time),
                 states: self.max_states.or(default.states),
+                memory: self.max_memory.or(default.memory),
             },
             ..CheckOptions::default()
         }

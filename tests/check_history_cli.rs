@@ -139,3 +139,40 @@ fn a_bad_budget_is_refused() {
     assert_eq!(code, 2);
     assert!(stderr.contains("--budget"), "{stderr}");
 }
+
+/// Issue 17's classes (calendar intervals, commit floors, crashes ending lost calls, lost
+/// renews past the old fixed closure limit): every regression case of
+/// model/tests/histories gets its committed verdict from the command, with its exit status.
+#[test]
+fn the_issue_17_regression_cases_get_their_verdicts() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("model/tests/histories");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("model/tests/histories")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 14, "{} cases", files.len());
+    for file in files {
+        let history: History =
+            jsonl::parse(&std::fs::read_to_string(&file).expect("read")).expect("parses");
+        let expect = &history.meta["expect"];
+        let (code, stdout, _) = check_history(&file, &[]);
+        match expect["verdict"].as_str() {
+            Some("linearizable") => {
+                assert_eq!(code, 0, "{}: {stdout}", file.display());
+                assert!(stdout.starts_with("LINEARIZABLE"), "{stdout}");
+            }
+            Some("violation") => {
+                let n = expect["invariant"].as_u64().expect("an invariant");
+                assert_eq!(code, 1, "{}: {stdout}", file.display());
+                assert!(
+                    stdout.starts_with(&format!("VIOLATION of invariant {n} ")),
+                    "{}: {stdout}",
+                    file.display()
+                );
+            }
+            other => panic!("{}: no expected verdict {other:?}", file.display()),
+        }
+    }
+}

@@ -1187,6 +1187,7 @@ pub async fn campaign(
         budget: Budget {
             time: Some(size.budget),
             states: Some(5_000_000),
+            ..Budget::default()
         },
         history_file: campaign::history_file_from_env(&label, size.seed),
         session: plan.session.clone(),

@@ -135,6 +135,7 @@ impl Default for RunOptions {
             budget: Budget {
                 time: Some(Duration::from_secs(30)),
                 states: Some(5_000_000),
+                ..Budget::default()
             },
             history_file: None,
         }

@@ -1156,7 +1156,21 @@ fn outcome_text(o: &Outcome<String>, origin: i64) -> String {
             name(owner),
             until(e)
         ),
-        Outcome::Inspected(Some(row)) => format!("not held, epoch {}", row.epoch),
+        Outcome::Inspected(Some(Row {
+            held: false,
+            owner: None,
+            epoch,
+            expires_at: None,
+        })) => format!("not held, epoch {epoch}"),
+        // anything else exactly as recorded (an inconsistent row is a finding)
+        Outcome::Inspected(Some(row)) => format!(
+            "row {{held: {}, owner: {}, epoch: {}, expires_at: {}}}",
+            row.held,
+            row.owner.as_deref().map_or("NULL".to_string(), name),
+            row.epoch,
+            row.expires_at
+                .map_or("NULL".to_string(), |e| format!("{} ms", until(&e)))
+        ),
         other => status_text(other).to_string(),
     }
 }

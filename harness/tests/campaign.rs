@@ -345,6 +345,7 @@ fn campaign(target: Target, ops: u64, label: &str) -> Campaign {
         budget: Budget {
             time: Some(Duration::from_secs(30)),
             states: Some(5_000_000),
+            ..Budget::default()
         },
         ..Campaign::new(target, Length::Ops(ops), SEED)
     }

@@ -173,6 +173,7 @@ async fn a_mutant_that_cannot_be_installed_is_an_infrastructure_failure_not_a_ki
         free_budget: model::Budget {
             time: Some(Duration::from_secs(20)),
             states: Some(1_000_000),
+            ..model::Budget::default()
         },
         ..HuntOptions::quick()
     };

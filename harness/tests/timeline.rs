@@ -314,6 +314,7 @@ fn an_unknown_verdict_is_never_shown_as_a_pass() {
         budget: model::Budget {
             time: None,
             states: Some(0),
+            ..model::Budget::default()
         },
         prechecks: false,
         ..CheckOptions::default()

@@ -85,5 +85,29 @@ fn valid_1m(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, valid_10k, invalid_100, valid_1m);
+/// Issue 17, point 8: lost calls and crashes, then the same with one double grant.
+fn lost_calls_20k(c: &mut Criterion) {
+    let history = common::lost_calls(common::LOST_20K);
+    let doubled = common::with_double_grant(history.clone());
+    let options = CheckOptions::default();
+    let name = "lost_calls_20k_ops_crash_per_200";
+    expect_linearizable(name, &check(&history, &options));
+    assert_eq!(
+        check(&doubled, &options).invariant(),
+        Some(model::Invariant::MutualExclusion),
+        "the double grant is named"
+    );
+    let mut group = c.benchmark_group(name);
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(10));
+    group.bench_function("linearizable", |b| {
+        b.iter(|| check(black_box(&history), &options))
+    });
+    group.bench_function("double_grant", |b| {
+        b.iter(|| check(black_box(&doubled), &options))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, valid_10k, invalid_100, valid_1m, lost_calls_20k);
 criterion_main!(benches);

@@ -94,6 +94,20 @@ const CASES: &[(&str, &str, bool, f64, Option<u64>)] = &[
         30_000.0,
         Some(2 * GIB),
     ),
+    (
+        "lost_calls_20k_ops_crash_per_200",
+        "linearizable",
+        true,
+        2_000.0,
+        Some(GIB),
+    ),
+    (
+        "lost_calls_20k_ops_crash_per_200_double_grant",
+        "violation",
+        true,
+        5_000.0,
+        Some(GIB),
+    ),
 ];
 
 #[derive(Serialize, Deserialize)]
@@ -408,6 +422,15 @@ fn child(name: &str) -> Res<()> {
         "valid_1m_ops_1000_keys" => {
             one_valid(name, &common::valid(common::VALID_1M), &options, false)
         }
+        "lost_calls_20k_ops_crash_per_200" => {
+            one_valid(name, &common::lost_calls(common::LOST_20K), &options, true)
+        }
+        "lost_calls_20k_ops_crash_per_200_double_grant" => one_valid(
+            name,
+            &common::with_double_grant(common::lost_calls(common::LOST_20K)),
+            &options,
+            true,
+        ),
         _ => invalid(name, &options),
     };
     case.diagnosis = diagnosis;
@@ -477,6 +500,13 @@ fn one_valid(name: &str, history: &History, options: &CheckOptions, warm_up: boo
     case.rss_before_check_bytes = before;
     case.check_peak_rss_bytes = if reset { check_peak } else { None };
     case.verdict = verdict_name(&verdict).into();
+    // the injected double grant must be named as what it is
+    if verdict
+        .invariant()
+        .is_some_and(|i| i != model::Invariant::MutualExclusion)
+    {
+        case.verdict = format!("violation of {:?}", verdict.invariant());
+    }
     if let Verdict::Linearizable(stats) = &verdict {
         case.search_states = Some(stats.states);
     }

@@ -41,13 +41,17 @@ impl Rng {
         }
     }
 
-    /// Uniform in `lo..=hi`.
+    /// Uniform in `lo..=hi` (any two `i64`).
     pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
         if hi <= lo {
-            lo
-        } else {
-            lo + self.below((hi - lo) as u64 + 1) as i64
+            return lo;
         }
+        let width = (i128::from(hi) - i128::from(lo) + 1) as u128;
+        let offset = match u64::try_from(width) {
+            Ok(w) => self.below(w),
+            Err(_) => self.next_u64(), // the whole of i64
+        };
+        (i128::from(lo) + i128::from(offset)) as i64
     }
 
     /// True with probability `percent`/100.
@@ -72,6 +76,9 @@ pub struct GenConfig {
     pub ops: usize,
     /// Lease TTLs to choose from, in microseconds.
     pub ttls_us: Vec<i64>,
+    /// Percent of TTLs drawn from [`CALENDAR_TTLS`] instead (months and days, added as
+    /// PostgreSQL adds them in UTC).
+    pub calendar_pct: u32,
     /// Longest wait of a blocking acquire (0: none are made).
     pub max_wait_us: i64,
     /// Percent of autocommit ops whose answer is lost (half of them took effect).
@@ -99,6 +106,7 @@ impl GenConfig {
             keys: 2,
             ops,
             ttls_us: vec![20, 60, 200],
+            calendar_pct: 0,
             max_wait_us: 80,
             unknown_pct: 8,
             txn_pct: 10,
@@ -118,6 +126,7 @@ impl GenConfig {
             keys,
             ops,
             ttls_us: vec![500, 2_000, 10_000],
+            calendar_pct: 0,
             max_wait_us: 1_000,
             unknown_pct: 0,
             txn_pct: 0,
@@ -129,6 +138,31 @@ impl GenConfig {
         }
     }
 }
+
+/// Calendar TTLs a generator may draw: a day, a month (31 days from the generator's
+/// January 1970 clock), and mixed fields.
+pub const CALENDAR_TTLS: [Interval; 4] = [
+    Interval {
+        months: 0,
+        days: 1,
+        micros: 0,
+    },
+    Interval {
+        months: 1,
+        days: 0,
+        micros: 0,
+    },
+    Interval {
+        months: 1,
+        days: 1,
+        micros: 20,
+    },
+    Interval {
+        months: 0,
+        days: 1,
+        micros: 50,
+    },
+];
 
 /// The history of one simulation run.
 pub fn generate(cfg: &GenConfig, seed: u64) -> History {
@@ -389,7 +423,12 @@ impl<'a> Sim<'a> {
             Some(e) if self.rng.chance(85) => e,
             _ => self.rng.range(0, 4),
         };
-        let ttl = Interval::micros(*self.rng.pick(&self.cfg.ttls_us));
+        // (no draw when off: the histories of a seed stay what they were)
+        let ttl = if self.cfg.calendar_pct > 0 && self.rng.chance(self.cfg.calendar_pct) {
+            *self.rng.pick(&CALENDAR_TTLS)
+        } else {
+            Interval::micros(*self.rng.pick(&self.cfg.ttls_us))
+        };
         let mut op = match self.rng.below(100) {
             0..=34 => Op::acquire(key, owner, ttl),
             35..=44 if self.cfg.max_wait_us > 0 => {
@@ -433,7 +472,7 @@ impl<'a> Sim<'a> {
             return;
         }
         if let Op::Acquire { wait: Some(w), .. } = &op {
-            let deadline = call.invoke + w.advance_bounds().0;
+            let deadline = w.advance(Ts(call.invoke)).0;
             if outcome == Outcome::Timeout && at < deadline {
                 self.schedule((at + 5).min(deadline), Event::Effect(c));
                 return;

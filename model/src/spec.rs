@@ -775,8 +775,9 @@ impl Spec {
             if effect == Effect::Busy {
                 if let KeyOp::Acquire { wait, .. } = op {
                     if wait.is_positive() {
-                        // A timeout is decided by the last poll, once the wait bound passed.
-                        teff.0 = teff.0.max(t0.plus(wait.advance_bounds().0));
+                        // A timeout is decided by the last poll, once the deadline
+                        // (the call's start + wait, the start somewhere in the span) passed.
+                        teff.0 = teff.0.max(earliest_deadline(wait, span));
                     }
                 }
             }
@@ -800,13 +801,7 @@ impl Spec {
     ) -> (Expected<O>, KeyState<O>) {
         let (a, b) = branch.teff;
         let narrowed = narrow(st, branch.judged, branch.teff);
-        let ttl_window = |ttl: &Interval| {
-            let (lo, hi) = ttl.advance_bounds();
-            Window {
-                lo: a.plus(lo),
-                hi: b.plus(hi),
-            }
-        };
+        let ttl_window = |ttl: &Interval| ttl.image(a, b);
         match (branch.effect, op) {
             (Effect::Grant(epoch), KeyOp::Acquire { owner, ttl, .. }) => {
                 let w = ttl_window(ttl);
@@ -901,7 +896,7 @@ impl Spec {
                     KeyState::Held {
                         owner: owner.clone(),
                         epoch: *epoch,
-                        expires: Window { lo: a, hi: b },
+                        expires: Window::between(a, b),
                     },
                 ),
                 other => (Outcome::Injected, other.clone()),
@@ -1160,7 +1155,7 @@ impl Spec {
         if out.is_empty() {
             let early_timeout = match &kop {
                 KeyOp::Acquire { wait, .. } if *observed == Outcome::Timeout => {
-                    span.t1().0.saturating_sub(span.t0().0) < wait.advance_bounds().0
+                    span.t1() < earliest_deadline(wait, span)
                 }
                 _ => false,
             };
@@ -1179,6 +1174,31 @@ impl Spec {
             });
         }
         Ok(dedup(out))
+    }
+
+    /// The outcomes the spec allows `op` at the instants of `span` on `store` (expiries as
+    /// windows), for explanations; empty for an invalid op or one naming no key.
+    pub fn allowed<K: Name, O: Name>(
+        &self,
+        store: &Store<K, O>,
+        op: &Op<K, O>,
+        span: Span,
+    ) -> Vec<Expected<O>> {
+        if !op.violations().is_empty() {
+            return Vec::new();
+        }
+        let Some((key, kop)) = key_op(op) else {
+            return Vec::new();
+        };
+        let st = store.state(key);
+        let mut out: Vec<Expected<O>> = Vec::new();
+        for b in &self.branches(&st, &kop, span, span.t0()) {
+            let (exp, _) = self.realize(&st, &kop, b);
+            if !out.contains(&exp) {
+                out.push(exp);
+            }
+        }
+        out
     }
 
     /// The committed store after a crash (unchanged: the table is WAL-logged).
@@ -1288,14 +1308,15 @@ fn narrow<O: Clone>(st: &KeyState<O>, judged: Judged, teff: (Ts, Ts)) -> KeyStat
             },
             Judged::Live | Judged::Lapsed,
         ) => {
-            let mut w = *expires;
-            if judged == Judged::Live {
+            // (the branch's instants leave a value on each side: `None` cannot happen)
+            let w = if judged == Judged::Live {
                 // expires_at > t >= teff.0
-                w.lo = w.lo.max(teff.0.plus(1));
+                expires.at_or_after(teff.0.plus(1))
             } else {
                 // expires_at <= t <= teff.1
-                w.hi = w.hi.min(teff.1);
+                expires.at_or_before(teff.1)
             }
+            .unwrap_or(*expires);
             KeyState::Held {
                 owner: owner.clone(),
                 epoch: *epoch,
@@ -1372,11 +1393,20 @@ fn settle<O: Name>(
     }
 }
 
-/// The earliest effective time in `teff` that gives `reported = t + ttl`, if any.
+/// The earliest effective time in `teff` at which the server computes
+/// `reported = t + ttl`, if any (with months, up to four instants give the same expiry).
 fn fixes_time(teff: (Ts, Ts), ttl: &Interval, reported: Ts) -> Option<Ts> {
-    let (lo, hi) = implied_time(ttl, reported);
-    let at = teff.0.max(lo);
-    (at <= teff.1.min(hi)).then_some(at)
+    ttl.sources(reported)
+        .as_slice()
+        .iter()
+        .copied()
+        .find(|t| teff.0 <= *t && *t <= teff.1 && ttl.add_to(*t) == Ok(reported))
+}
+
+/// The earliest deadline a blocking acquire whose call started somewhere in `span` can
+/// have: `start + wait`, least over the span's instants (adding months is not monotone).
+fn earliest_deadline(wait: &Interval, span: Span) -> Ts {
+    wait.image(span.t0(), span.t1()).lo
 }
 
 fn with_expiry<O>(st: KeyState<O>, t: Ts) -> KeyState<O> {
@@ -1430,24 +1460,15 @@ fn dedup<T: PartialEq>(v: Vec<T>) -> Vec<T> {
     out
 }
 
-/// The effective times a reported `expires_at` implies for an op with this `ttl`.
-fn implied_time(ttl: &Interval, reported: Ts) -> (Ts, Ts) {
-    let (lo, hi) = ttl.advance_bounds();
-    (
-        Ts(reported.0.saturating_sub(hi)),
-        Ts(reported.0.saturating_sub(lo)),
-    )
-}
-
 /// The invariant an impossible observation most directly contradicts.
 fn classify<K, O>(op: &Op<K, O>, branches: &[Branch], observed: &Outcome<O>) -> Invariant {
     let any = |f: &dyn Fn(&Effect) -> bool| branches.iter().any(|b| f(&b.effect));
     // The branch whose effective times overlap the time a reported expiry implies.
     let at_reported = |ttl: &Option<Interval>, r: Ts| -> Option<Effect> {
-        let (lo, hi) = implied_time(ttl.as_ref()?, r);
+        let ttl = ttl.as_ref()?;
         branches
             .iter()
-            .find(|b| b.teff.0 <= hi && lo <= b.teff.1)
+            .find(|b| ttl.earliest_source_in(r, b.teff.0, b.teff.1).is_some())
             .map(|b| b.effect)
     };
     match op {

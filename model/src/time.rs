@@ -6,6 +6,12 @@
 
 use std::fmt;
 
+mod calendar;
+pub mod pg;
+
+pub use calendar::{rfc3339, Image, Sources};
+pub use pg::TimestampOutOfRange;
+
 /// One instant of server time, in microseconds since an arbitrary origin.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Ts(pub i64);
@@ -14,6 +20,12 @@ impl Ts {
     /// `self + micros`, saturating at the ends of `i64`.
     pub fn plus(self, micros: i64) -> Ts {
         Ts(self.0.saturating_add(micros))
+    }
+
+    /// The instant in RFC 3339 UTC, e.g. `2026-12-03T09:38:50.123456Z` (server times of a
+    /// history are Unix microseconds).
+    pub fn rfc3339(self) -> String {
+        rfc3339(self)
     }
 }
 
@@ -86,35 +98,60 @@ impl Interval {
         self.cmp_value() > 0
     }
 
-    /// Smallest and largest number of microseconds that adding this interval to a
-    /// `timestamptz` can advance it by. Month and day fields are calendar arithmetic in the
-    /// server's time zone, so they are bounded conservatively (a month is 28 to 31 days, a day
-    /// 23 to 25 hours); an interval of plain microseconds is exact (`lo == hi`).
-    pub fn advance_bounds(&self) -> (i64, i64) {
-        let months = i128::from(self.months);
-        let days = i128::from(self.days);
-        let micros = i128::from(self.micros);
-        let day = i128::from(USECS_PER_DAY);
-        let hour = i128::from(USECS_PER_HOUR);
-        let (m_lo, m_hi) = if months >= 0 {
-            (months * 28 * day, months * 31 * day)
-        } else {
-            (months * 31 * day, months * 28 * day)
-        };
-        let (d_lo, d_hi) = if days >= 0 {
-            (days * (day - hour), days * (day + hour))
-        } else {
-            (days * (day + hour), days * (day - hour))
-        };
-        (
-            saturate(m_lo + d_lo + micros),
-            saturate(m_hi + d_hi + micros),
-        )
+    /// `t + self` exactly as the server computes `timestamptz + interval` in UTC (and
+    /// pg_lease's `(t AT TIME ZONE 'UTC' + ttl) AT TIME ZONE 'UTC'`): months first, the day
+    /// clamped to the month's end, then days of 24 hours, then microseconds; an error where
+    /// the server raises 22008 (outside 4714-11-24 BC ..= 294276-12-31, or a result past
+    /// what Unix microseconds in an `i64` can hold, the year 294247).
+    pub fn add_to(&self, t: Ts) -> Result<Ts, TimestampOutOfRange> {
+        let at =
+            t.0.checked_sub(pg::UNIX_TO_POSTGRES_EPOCH_US)
+                .ok_or(TimestampOutOfRange)?;
+        let r = pg::timestamp_pl_interval(at, self)?;
+        r.checked_add(pg::UNIX_TO_POSTGRES_EPOCH_US)
+            .map(Ts)
+            .ok_or(TimestampOutOfRange)
     }
-}
 
-fn saturate(v: i128) -> i64 {
-    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+    /// `t + self` on the calendar without the server's range limits (saturating at the ends
+    /// of `i64`): equal to [`Interval::add_to`] wherever that answers and no intermediate
+    /// value wraps (always, for a valid ttl or wait away from the year 294276). Window
+    /// bounds of the checker use it. Not monotone when months are added (see
+    /// [`Image`]).
+    pub fn advance(&self, t: Ts) -> Ts {
+        calendar::advance(self, t)
+    }
+
+    /// Every instant `s` with `self.advance(s) == r`, ascending: none, one, or with months
+    /// up to four (`2026-01-28`..`31` at one time of day all give `2026-02-28`).
+    pub fn sources(&self, r: Ts) -> Sources {
+        calendar::sources(self, r)
+    }
+
+    /// The earliest instant of `[lo, hi]` from which adding `self` gives `r`.
+    pub fn earliest_source_in(&self, r: Ts, lo: Ts, hi: Ts) -> Option<Ts> {
+        self.sources(r)
+            .as_slice()
+            .iter()
+            .copied()
+            .find(|s| lo <= *s && *s <= hi)
+    }
+
+    /// The latest instant of `[lo, hi]` from which adding `self` gives `r`.
+    pub fn latest_source_in(&self, r: Ts, lo: Ts, hi: Ts) -> Option<Ts> {
+        self.sources(r)
+            .as_slice()
+            .iter()
+            .rev()
+            .copied()
+            .find(|s| lo <= *s && *s <= hi)
+    }
+
+    /// The values `s + self` for `s` in `[lo, hi]` (`lo <= hi`): e.g. the expiries a grant
+    /// taking effect in that window can set.
+    pub fn image(&self, lo: Ts, hi: Ts) -> Window {
+        Window::image(self, lo, hi)
+    }
 }
 
 impl fmt::Display for Interval {
@@ -174,24 +211,89 @@ impl fmt::Display for Span {
     }
 }
 
-/// What is known about a stored `expires_at`: it lies in `[lo, hi]`. The stateright model
-/// always knows it exactly (`lo == hi`); a history checker may not (e.g. after an operation
-/// whose reply was lost), and narrows the window as later outcomes reveal more.
+/// What is known about a stored `expires_at`: one of the values of the window. `lo` and
+/// `hi` are the least and the greatest of them (both possible). The stateright model always
+/// knows it exactly (`lo == hi`); a history checker may not (e.g. after an operation whose
+/// reply was lost), and narrows the window as later outcomes reveal more. A window made by
+/// adding a ttl with months ([`Window::image`]) can have gaps between `lo` and `hi`
+/// (calendar clamping): it remembers where it came from, and [`Window::contains`] and the
+/// narrowing methods answer exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Window {
     pub lo: Ts,
     pub hi: Ts,
+    /// The values are this image's, between `lo` and `hi`; `None`: every instant between.
+    image: Option<Image>,
 }
 
 impl Window {
     /// A window holding exactly one instant.
     pub fn exact(t: Ts) -> Window {
-        Window { lo: t, hi: t }
+        Window::between(t, t)
     }
 
-    /// True when `t` lies in the window.
+    /// Every instant of `[lo, hi]`.
+    pub fn between(lo: Ts, hi: Ts) -> Window {
+        Window {
+            lo,
+            hi,
+            image: None,
+        }
+    }
+
+    /// The values `s + ttl` for `s` in `[a, b]`.
+    pub fn image(ttl: &Interval, a: Ts, b: Ts) -> Window {
+        if ttl.months == 0 || a >= b {
+            // a translation: every instant between the ends is a value
+            return Window::between(ttl.advance(a), ttl.advance(b.max(a)));
+        }
+        let image = Image { ttl: *ttl, a, b };
+        let lo = image.succ(Ts(i64::MIN)).unwrap_or(ttl.advance(a));
+        let hi = image.pred(Ts(i64::MAX)).unwrap_or(ttl.advance(b));
+        Window {
+            lo,
+            hi,
+            image: Some(image),
+        }
+        .normalized()
+    }
+
+    /// Without the image once it adds nothing (a single value).
+    fn normalized(self) -> Window {
+        if self.lo == self.hi {
+            Window::exact(self.lo)
+        } else {
+            self
+        }
+    }
+
+    /// True when `t` is one of the window's values.
     pub fn contains(&self, t: Ts) -> bool {
-        self.lo <= t && t <= self.hi
+        self.lo <= t && t <= self.hi && self.image.is_none_or(|im| im.attains(t))
+    }
+
+    /// The values `>= t`, if any.
+    pub fn at_or_after(&self, t: Ts) -> Option<Window> {
+        if t <= self.lo {
+            return Some(*self);
+        }
+        let lo = match self.image {
+            None => t,
+            Some(im) => im.succ(t)?,
+        };
+        (lo <= self.hi).then(|| Window { lo, ..*self }.normalized())
+    }
+
+    /// The values `<= t`, if any.
+    pub fn at_or_before(&self, t: Ts) -> Option<Window> {
+        if t >= self.hi {
+            return Some(*self);
+        }
+        let hi = match self.image {
+            None => t,
+            Some(im) => im.pred(t)?,
+        };
+        (hi >= self.lo).then(|| Window { hi, ..*self }.normalized())
     }
 
     /// The instant, when the window holds exactly one.
@@ -199,12 +301,26 @@ impl Window {
         (self.lo == self.hi).then_some(self.lo)
     }
 
-    /// The window shifted by `micros`.
+    /// Every value moved by `micros` (a translation keeps the window's shape).
     pub fn shifted(&self, micros: i64) -> Window {
         Window {
             lo: self.lo.plus(micros),
             hi: self.hi.plus(micros),
+            image: self.image.and_then(|im| {
+                Some(Image {
+                    ttl: Interval {
+                        micros: im.ttl.micros.checked_add(micros)?,
+                        ..im.ttl
+                    },
+                    ..im
+                })
+            }),
         }
+    }
+
+    /// True when the window's values have gaps (it came from adding months).
+    pub fn has_gaps(&self) -> bool {
+        self.image.is_some()
     }
 }
 
@@ -244,20 +360,48 @@ mod tests {
     }
 
     #[test]
-    fn advance_bounds_are_exact_for_plain_micros() {
-        assert_eq!(
-            Interval::secs(30).advance_bounds(),
-            (30_000_000, 30_000_000)
-        );
-        let (lo, hi) = Interval {
+    fn plain_micros_translate_and_months_follow_the_calendar() {
+        let t = Ts(1_769_817_600_000_000); // 2026-01-31T00:00:00Z
+        assert_eq!(Interval::secs(30).advance(t), t.plus(30_000_000));
+        assert_eq!(Interval::secs(30).add_to(t), Ok(t.plus(30_000_000)));
+        let mon = Interval {
             months: 1,
+            days: 0,
+            micros: 0,
+        };
+        let feb28 = Ts(1_772_236_800_000_000);
+        assert_eq!(mon.add_to(t), Ok(feb28));
+        assert_eq!(mon.advance(t), feb28);
+        assert_eq!(rfc3339(feb28), "2026-02-28T00:00:00.000000Z");
+        let day = Interval {
+            months: 0,
             days: 1,
             micros: 0,
-        }
-        .advance_bounds();
-        assert!(lo < hi);
-        assert_eq!(lo, 28 * USECS_PER_DAY + 23 * USECS_PER_HOUR);
-        assert_eq!(hi, 31 * USECS_PER_DAY + 25 * USECS_PER_HOUR);
+        };
+        assert_eq!(day.advance(t), t.plus(USECS_PER_DAY));
+    }
+
+    #[test]
+    fn a_window_of_month_images_has_gaps() {
+        let hour = USECS_PER_HOUR;
+        let jan30_23 = Ts(1_769_817_600_000_000 - hour);
+        let jan31_01 = Ts(1_769_817_600_000_000 + hour);
+        let mon = Interval {
+            months: 1,
+            days: 0,
+            micros: 0,
+        };
+        let w = Window::image(&mon, jan30_23, jan31_01);
+        let feb28 = 1_772_236_800_000_000;
+        assert_eq!(w.lo, Ts(feb28));
+        assert_eq!(w.hi, Ts(feb28 + 24 * hour - 1));
+        assert!(w.contains(Ts(feb28 + hour)));
+        assert!(w.contains(Ts(feb28 + 23 * hour)));
+        assert!(!w.contains(Ts(feb28 + 12 * hour)));
+        // live at noon, lapsed at 22:00: no value is left
+        let live = w.at_or_after(Ts(feb28 + 12 * hour)).expect("23:00 and on");
+        assert_eq!(live.lo, Ts(feb28 + 23 * hour));
+        assert!(live.at_or_before(Ts(feb28 + 22 * hour)).is_none());
     }
 
     #[test]

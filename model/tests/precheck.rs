@@ -183,6 +183,119 @@ fn grant_backdated_before_a_release_is_caught() {
     assert_caught(&h, "grant-overlap", Invariant::MutualExclusion, 3);
 }
 
+/// a's lease, released in transaction 7 whose COMMIT is sent at 40 (`end`); an inspect at
+/// [35, 36] still sees a's lease, so the COMMIT came after 36; b's grant is dated `b_at`
+/// by its expiry.
+fn release_in_a_transaction(end: TxnEnd, b_at: i64) -> H {
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(10_000)), 0, 1, acquired(1, 10_000))
+        .op_in(
+            2,
+            Some(7),
+            release("k", "a", 1),
+            10,
+            11,
+            ok(Outcome::Released),
+        )
+        .op(4, inspect("k"), 35, 36, held("a", 1, 10_000))
+        .txn(7, 2, 9, 40, 41, end)
+        .op(3, acq("k", "b", us(100)), 20, 60, acquired(3, b_at + 100));
+    h
+}
+
+#[test]
+fn grant_before_the_commit_of_a_release_is_caught() {
+    // b's grant waited for the row lock of a's release and is dated 30, before the COMMIT
+    // (issue 17 (b)): the pre-check orders it from the COMMIT's window as the search does
+    assert_caught(
+        &release_in_a_transaction(TxnEnd::Commit, 30),
+        "grant-overlap",
+        Invariant::MutualExclusion,
+        4,
+    );
+}
+
+#[test]
+fn grant_before_an_unknown_commit_of_a_release_is_caught() {
+    // the same with the COMMIT's answer lost: committed, b came too early; not committed,
+    // a's lease was still live
+    assert_caught(
+        &release_in_a_transaction(TxnEnd::Unknown, 30),
+        "grant-overlap",
+        Invariant::MutualExclusion,
+        4,
+    );
+}
+
+#[test]
+fn a_grant_in_the_releasing_transaction_may_precede_its_commit() {
+    // the control of the pre-check's rule: a transaction that releases and then acquires
+    // the key itself grants before its own COMMIT
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(10_000)), 0, 1, acquired(1, 10_000))
+        .op_in(
+            2,
+            Some(7),
+            release("k", "a", 1),
+            10,
+            11,
+            ok(Outcome::Released),
+        )
+        .op_in(2, Some(7), acq("k", "b", us(100)), 20, 21, acquired(3, 120))
+        .txn(7, 2, 9, 40, 41, TxnEnd::Commit);
+    assert_valid(&h);
+}
+
+#[test]
+fn grant_after_the_commit_of_a_release_is_valid() {
+    // the controls: b's grant dated 50, after the COMMIT's window (committed for sure, or
+    // with its answer lost)
+    assert_valid(&release_in_a_transaction(TxnEnd::Commit, 50));
+    assert_valid(&release_in_a_transaction(TxnEnd::Unknown, 50));
+}
+
+/// a holds the key until 10,000; b's acquire invoked at 10 loses its answer and a crash
+/// ([20, 30]) ends b's session; after it b reports epoch 2 expiring at `b_expiry` (ttl
+/// 10,000): the lost acquire's grant, dated by that expiry.
+fn lost_acquire_then_crash(b_expiry: i64) -> H {
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(10_000)), 0, 1, acquired(1, 10_000))
+        .op(2, acq("k", "b", us(10_000)), 10, 11, unknown())
+        .restart(20, 30)
+        .op(3, acq("k", "b", us(10_000)), 40, 41, acquired(2, b_expiry));
+    h
+}
+
+#[test]
+fn lost_acquire_before_a_crash_that_overlaps_is_caught() {
+    // the lost acquire can have granted only before the crash (issue 17 (c)), while a's
+    // lease was live: the pre-check sees it without searching
+    let history = lost_acquire_then_crash(10_015).build();
+    let v = check(&history, &options(true));
+    let found = v.violation().expect("a violation");
+    assert_eq!(found.found_by, FoundBy::Precheck("grant-overlap"), "{v}");
+    assert_eq!(found.invariant, Invariant::MutualExclusion, "{v}");
+    assert!(check(&history, &options(false)).violation().is_some());
+}
+
+#[test]
+fn lost_acquire_granted_after_the_lease_lapsed_is_valid() {
+    // the control: b's acquire after a's lease lapsed is granted epoch 2 (the lost one
+    // never took effect)
+    let mut h = H::new();
+    h.op(1, acq("k", "a", us(10_000)), 0, 1, acquired(1, 10_000))
+        .op(2, acq("k", "b", us(10_000)), 10, 11, unknown())
+        .restart(20, 30)
+        .op(
+            3,
+            acq("k", "b", us(10_000)),
+            10_040,
+            10_041,
+            acquired(2, 20_040),
+        );
+    assert_valid(&h);
+}
+
 #[test]
 fn grant_before_an_injected_lapse_is_caught() {
     let mut h = H::new();
@@ -262,25 +375,60 @@ fn release_then_new_grant_is_valid() {
 
 #[test]
 fn month_long_ttls_are_valid() {
-    // A month is 28 to 31 days: 30 days after the instant is a possible expiry.
+    // A month is the calendar's: from 2026-01-31 it ends on 2026-02-28 (28 days later,
+    // clamped), from 2026-02-28 on 2026-03-28, from 1970-01-01 after 31 days.
+    let jan31 = 1_769_817_600_000_000;
     let mut h = H::new();
-    h.op(1, acq("k", "a", MONTH), 0, 1, acquired(1, 28 * DAY_US))
-        .op(
-            1,
-            renew("k", "a", 1, MONTH),
-            1000,
-            1001,
-            renewed(1000 + 30 * DAY_US),
-        )
-        .op(1, release("k", "a", 1), 2000, 2001, ok(Outcome::Released))
-        .op(
-            2,
-            acq("k", "b", MONTH),
-            3000,
-            3001,
-            acquired(3, 3000 + 31 * DAY_US),
-        );
+    h.op(
+        1,
+        acq("k", "a", MONTH),
+        jan31,
+        jan31 + 1,
+        acquired(1, jan31 + 28 * DAY_US),
+    )
+    .op(
+        1,
+        renew("k", "a", 1, MONTH),
+        jan31 + 1000,
+        jan31 + 1001,
+        renewed(jan31 + 1000 + 28 * DAY_US),
+    )
+    .op(
+        1,
+        release("k", "a", 1),
+        jan31 + 2000,
+        jan31 + 2001,
+        ok(Outcome::Released),
+    )
+    .op(
+        2,
+        acq("k", "b", MONTH),
+        jan31 + 28 * DAY_US,
+        jan31 + 28 * DAY_US + 1,
+        acquired(3, jan31 + 56 * DAY_US),
+    );
     assert_valid(&h);
+    let mut epoch_start = H::new();
+    epoch_start.op(1, acq("k", "a", MONTH), 0, 1, acquired(1, 31 * DAY_US));
+    assert_valid(&epoch_start);
+}
+
+#[test]
+fn a_month_is_not_any_28_to_31_days() {
+    // 30 days after 2026-01-31 is no month after any instant of the window (issue 17 (a))
+    let jan31 = 1_769_817_600_000_000;
+    for days in [27, 29, 30, 31] {
+        let mut h = H::new();
+        h.op(
+            1,
+            acq("k", "a", MONTH),
+            jan31,
+            jan31 + 1,
+            acquired(1, jan31 + days * DAY_US),
+        );
+        let v = check(&h.build(), &options(true));
+        assert!(!v.is_linearizable(), "{days} days: {v}");
+    }
 }
 
 #[test]
@@ -716,7 +864,7 @@ impl Gen {
         };
         let expiry = |t: i64| match op {
             Op::Acquire { ttl: Some(ttl), .. } | Op::Renew { ttl: Some(ttl), .. } => {
-                Ts(t).plus(ttl.advance_bounds().0)
+                ttl.advance(Ts(t))
             }
             _ => Ts(t),
         };
@@ -779,6 +927,7 @@ fn prechecks_never_report_what_the_search_accepts() {
         budget: model::Budget {
             time: Some(std::time::Duration::from_secs(5)),
             states: Some(200_000),
+            ..model::Budget::default()
         },
         ..CheckOptions::default()
     };

@@ -460,6 +460,7 @@ async fn one_campaign(ctx: &Ctx<'_>, seed: u64, ops: u64) -> CheckResult {
         budget: Budget {
             time: Some(Duration::from_secs(120)),
             states: Some(20_000_000),
+            ..Budget::default()
         },
         history_file: Some(dir.join("history.jsonl")),
         ..Campaign::new(ctx.target(), Length::Ops(ops), seed)

@@ -322,6 +322,7 @@ pub(crate) fn judge(history: &History) -> Result<String, CheckFailure> {
         budget: model::Budget {
             time: Some(std::time::Duration::from_secs(60)),
             states: Some(5_000_000),
+            ..model::Budget::default()
         },
         ..model::CheckOptions::default()
     };

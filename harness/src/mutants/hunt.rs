@@ -49,6 +49,7 @@ impl HuntOptions {
             free_budget: Budget {
                 time: Some(Duration::from_secs(30)),
                 states: Some(5_000_000),
+                ..Budget::default()
             },
             stepped_plans: 150,
             stepped_seed: 0,
@@ -65,6 +66,7 @@ impl HuntOptions {
             free_budget: Budget {
                 time: Some(Duration::from_secs(60)),
                 states: Some(20_000_000),
+                ..Budget::default()
             },
             stepped_plans: 300,
             ..HuntOptions::quick()

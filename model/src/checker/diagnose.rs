@@ -12,10 +12,6 @@ use crate::invariant::Invariant;
 use crate::mutation::Mutation;
 use crate::spec::Spec;
 use crate::Budget;
-use std::time::Duration;
-
-/// States one mutation's search may use (diagnosis is best effort and must stay cheap).
-const STATES_PER_MUTATION: u64 = 100_000;
 
 /// The catalogued mutations whose semantics explain `part` (or, for a mutation that makes
 /// keys interact, the whole history) up to the return of the op `offending`: those listed
@@ -26,14 +22,20 @@ pub(crate) fn diagnose(
     part: &Partition,
     all: &[Partition],
     violation: (Invariant, Option<OpId>),
-    time: Duration,
+    budget: Budget,
 ) -> Vec<Mutation> {
     let (symptom, offending) = violation;
     let cutoff = offending.and_then(|id| return_of(history, part, id));
     let part = &truncate(part, cutoff);
     let mut order: Vec<Mutation> = Mutation::ALL.to_vec();
     order.sort_by_key(|m| m.expected() != Some(symptom));
-    let per = time / order.len() as u32;
+    // each mutation gets an equal share of what is left (diagnosis is best effort)
+    let share = order.len() as u64;
+    let per = Budget {
+        time: budget.time.map(|t| t / share as u32),
+        states: budget.states.map(|n| n / share),
+        memory: budget.memory,
+    };
     let merged = (all.len() > 1).then(|| truncate(&merge(all), cutoff));
     let mut explaining = Vec::new();
     for m in order {
@@ -48,10 +50,7 @@ pub(crate) fn diagnose(
             prepared,
             part: target,
         };
-        let mut meter = Meter::new(Budget {
-            time: Some(per),
-            states: Some(STATES_PER_MUTATION),
-        });
+        let mut meter = Meter::new(per);
         if let Outcome::Linearizable = search(cx, &mut meter) {
             explaining.push(m);
         }

@@ -2,28 +2,26 @@
 //! the longest linearizable prefix, the state after it, the op that could not be placed
 //! next, and why.
 
+use super::fire::{resolve, Scopes};
 use super::intern::{Ctx, Sym, Symbols};
 use super::partition::{EntryKind, Partition};
-use super::search::{txn_ended, Bits, Deepest};
-use super::state::{apply, closure, PState, Reject};
-use super::{FoundBy, Step, Violation};
+use super::search::{txn_ended, Deepest};
+use super::state::{apply, PState, Reject};
+use super::{Budget, FoundBy, Meter, Step, Violation};
 use crate::history::{History, OpRecord, OpResult};
 use crate::invariant::Invariant;
 use crate::spec::{KeyState, Op, Outcome, Row};
-use crate::time::{Interval, Span, Ts};
+use crate::time::{Interval, Span, Ts, Window};
 use std::fmt::Write;
 
 /// How many placed entries of the prefix the explanation lists (the last ones).
 const PREFIX_SHOWN: usize = 12;
 
-pub(crate) fn violation(cx: Ctx<'_>, d: &Deepest) -> Violation {
+pub(crate) fn violation(cx: Ctx<'_>, d: &Deepest, budget: Budget) -> Violation {
     let (history, part) = (cx.history, cx.part);
     let symbols = &cx.prepared.symbols;
     let base = time_base(history);
-    let mut bits = Bits::new(part.entries.len());
-    for i in &d.placed {
-        bits.set(*i);
-    }
+    let bits = &d.bits;
     let blocking_ret = part.entries[d.blocking].ret;
     // Entries that could have been placed next: not placed, started before the blocking
     // entry returned.
@@ -32,13 +30,17 @@ pub(crate) fn violation(cx: Ctx<'_>, d: &Deepest) -> Violation {
         .filter(|i| blocking_ret.is_none_or(|r| part.entries[*i].call <= r))
         .collect();
     let mut rejected: Vec<(usize, Reject)> = Vec::new();
-    // (past the limit, explain from the states before any pending op fired)
-    let states = closure(cx, &d.states).unwrap_or_else(|_| d.states.clone());
+    // (past the budget, explain from the states before any pending op fired)
+    let scopes = Scopes::of(cx);
+    let mut meter = Meter::new(budget);
     for &i in candidates
         .iter()
         .filter(|i| !part.entries[**i].is_open_ended())
     {
-        let ended = txn_ended(history, part, &bits, i);
+        // (past the budget, explain from the states before any pending op fired)
+        let states = resolve(cx, &scopes, &d.states, scopes.before(i), &mut meter)
+            .unwrap_or_else(|_| d.states.clone());
+        let ended = txn_ended(history, part, bits, i);
         let mut first = None;
         let mut placeable = false;
         for s in &states {
@@ -130,6 +132,11 @@ pub(crate) fn violation(cx: Ctx<'_>, d: &Deepest) -> Violation {
                 invariant_line(invariant),
                 describe_reject(r, base, symbols)
             );
+            if matches!(r, Reject::Spec(_)) {
+                if let Some(line) = allowed_line(cx, *i, &d.states, base) {
+                    let _ = writeln!(text, "  {line}");
+                }
+            }
             for (j, r) in rejected.iter().filter(|(j, _)| j != i).take(4) {
                 let _ = writeln!(
                     text,
@@ -187,7 +194,9 @@ pub(crate) fn time_base(history: &History) -> Ts {
         .unwrap_or(Ts(0))
 }
 
-/// A server instant relative to `base`, in seconds.
+/// A server instant as RFC 3339 UTC with its offset from `base` (the history's first
+/// server instant): `2026-12-03T09:38:50.000100Z (+0.000100s)`; `-inf`/`+inf` for a bound
+/// the checker does not know.
 pub(crate) fn fmt_ts(t: Ts, base: Ts) -> String {
     if t <= super::partition::FAR_PAST {
         return "-inf".to_string();
@@ -198,7 +207,20 @@ pub(crate) fn fmt_ts(t: Ts, base: Ts) -> String {
     let d = t.0.saturating_sub(base.0);
     let sign = if d < 0 { "-" } else { "+" };
     let a = d.unsigned_abs();
-    format!("{sign}{}.{:06}s", a / 1_000_000, a % 1_000_000)
+    format!(
+        "{} ({sign}{}.{:06}s)",
+        t.rfc3339(),
+        a / 1_000_000,
+        a % 1_000_000
+    )
+}
+
+/// An expiry: as [`fmt_ts`], and "never" for an unbounded one.
+pub(crate) fn fmt_expiry(t: Ts, base: Ts) -> String {
+    if t >= super::partition::FAR_FUTURE {
+        return "never".to_string();
+    }
+    fmt_ts(t, base)
 }
 
 fn fmt_span(s: Span, base: Ts) -> String {
@@ -284,11 +306,14 @@ pub(crate) fn describe_result(r: &OpResult, base: Ts) -> String {
 fn describe_outcome(o: &Outcome<String>, base: Ts) -> String {
     match o {
         Outcome::Acquired { epoch, expires_at } => {
-            format!("acquired epoch {epoch} until {}", fmt_ts(*expires_at, base))
+            format!(
+                "acquired epoch {epoch} until {}",
+                fmt_expiry(*expires_at, base)
+            )
         }
         Outcome::Denied => "denied".to_string(),
         Outcome::Timeout => "wait exhausted".to_string(),
-        Outcome::Renewed { expires_at } => format!("ok until {}", fmt_ts(*expires_at, base)),
+        Outcome::Renewed { expires_at } => format!("ok until {}", fmt_expiry(*expires_at, base)),
         Outcome::Released => "ok".to_string(),
         Outcome::NotOwner => "not_owner".to_string(),
         Outcome::Lapsed => "lapsed".to_string(),
@@ -301,9 +326,15 @@ fn describe_outcome(o: &Outcome<String>, base: Ts) -> String {
             expires_at,
         })) => match (held, owner, expires_at) {
             (true, Some(o), Some(e)) => {
-                format!("held by {o:?} epoch {epoch} until {}", fmt_ts(*e, base))
+                format!("held by {o:?} epoch {epoch} until {}", fmt_expiry(*e, base))
             }
-            _ => format!("not held, epoch {epoch}"),
+            (false, None, None) => format!("not held, epoch {epoch}"),
+            // anything else exactly as recorded (an inconsistent row is a finding)
+            _ => format!(
+                "row {{held: {held}, owner: {}, epoch: {epoch}, expires_at: {}}}",
+                fmt_text(owner),
+                expires_at.map_or("NULL".to_string(), |e| fmt_expiry(e, base))
+            ),
         },
         Outcome::InvalidInput => "invalid input".to_string(),
         Outcome::Injected => "applied".to_string(),
@@ -352,17 +383,94 @@ pub(crate) fn describe_entry(history: &History, part: &Partition, i: usize, base
 
 fn describe_reject(r: &Reject, base: Ts, symbols: &Symbols) -> String {
     match r {
-        Reject::Spec(m) => format!("{m}"),
+        // (the spec's own detail speaks in interned ids and raw microseconds: the states
+        // are listed above in the user's terms)
+        Reject::Spec(m) => format!(
+            "in no state listed above, at no instant of its server window, does the spec \
+             allow what it observed; that contradicts {}",
+            m.invariant
+        ),
         Reject::Locked { txn, key } => format!(
             "it writes key {:?}, which open transaction {txn} has row-locked",
             symbols.name(*key)
         ),
         Reject::TooEarly { at, floor } => format!(
-            "its observation places it at {}, before {}, the instant of a write to the key \
+            "its observation places it at {}, before {}, the commit of a write to the key \
              placed before it",
             fmt_ts(*at, base),
             fmt_ts(*floor, base)
         ),
+    }
+}
+
+/// What the spec allows an autocommit op `i` in the listed states (its expiries as the
+/// windows its own window allows), or `None` for an op in a transaction (its own pending
+/// writes would count too) or when nothing is listed.
+fn allowed_line(cx: Ctx<'_>, i: usize, states: &[PState], base: Ts) -> Option<String> {
+    let entry = &cx.part.entries[i];
+    let EntryKind::Op(o) = entry.kind else {
+        return None;
+    };
+    if entry.txn.is_some() {
+        return None;
+    }
+    let op = &cx.prepared.ops[o].0;
+    let mut allowed: Vec<String> = Vec::new();
+    for s in states.iter().take(4) {
+        for e in cx.spec.allowed(&s.committed, op, entry.window) {
+            let text = describe_expected(&e, base, &cx.prepared.symbols);
+            if !allowed.contains(&text) {
+                allowed.push(text);
+            }
+        }
+    }
+    (!allowed.is_empty()).then(|| format!("the spec allows there: {}", allowed.join("; or ")))
+}
+
+fn fmt_expiry_window(w: &Window, base: Ts) -> String {
+    match w.as_exact() {
+        Some(t) => fmt_expiry(t, base),
+        None => format!(
+            "some instant in [{}, {}]",
+            fmt_expiry(w.lo, base),
+            fmt_expiry(w.hi, base)
+        ),
+    }
+}
+
+/// An outcome the spec allows, in the terms of [`describe_outcome`].
+fn describe_expected(e: &Outcome<Sym, Window>, base: Ts, symbols: &Symbols) -> String {
+    match e {
+        Outcome::Acquired { epoch, expires_at } => format!(
+            "acquired epoch {epoch} until {}",
+            fmt_expiry_window(expires_at, base)
+        ),
+        Outcome::Renewed { expires_at } => {
+            format!("ok until {}", fmt_expiry_window(expires_at, base))
+        }
+        Outcome::Inspected(Some(Row {
+            held: true,
+            owner: Some(o),
+            epoch,
+            expires_at: Some(w),
+        })) => format!(
+            "held by {:?} epoch {epoch} until {}",
+            symbols.name(*o),
+            fmt_expiry_window(w, base)
+        ),
+        Outcome::Inspected(Some(Row { epoch, .. })) => format!("not held, epoch {epoch}"),
+        Outcome::Inspected(None) => "no row".to_string(),
+        Outcome::Denied => "denied".to_string(),
+        Outcome::Timeout => "wait exhausted".to_string(),
+        Outcome::Released => "ok".to_string(),
+        Outcome::NotOwner => "not_owner".to_string(),
+        Outcome::Lapsed => "lapsed".to_string(),
+        Outcome::EpochMismatch => "epoch_mismatch".to_string(),
+        Outcome::InvalidInput => "invalid input".to_string(),
+        Outcome::Injected => "applied".to_string(),
+        Outcome::NotInjected => "found no live lease".to_string(),
+        Outcome::Failed => "failed".to_string(),
+        Outcome::Unknown => "unknown".to_string(),
     }
 }
 
@@ -401,24 +509,18 @@ fn describe_key_state(st: &KeyState<Sym>, base: Ts, symbols: &Symbols) -> String
             expires,
         } => {
             let owner = symbols.name(*owner);
-            match expires.as_exact() {
-                Some(t) => format!(
-                    "HELD by {owner:?}, epoch {epoch}, until {}",
-                    fmt_ts(t, base)
-                ),
-                None => format!(
-                    "HELD by {owner:?}, epoch {epoch}, until some instant in [{}, {}]",
-                    fmt_ts(expires.lo, base),
-                    fmt_ts(expires.hi, base)
-                ),
-            }
+            format!(
+                "HELD by {owner:?}, epoch {epoch}, until {}",
+                fmt_expiry_window(expires, base)
+            )
         }
     }
 }
 
-fn quoted_list(keys: &[String]) -> String {
+/// Keys quoted, each cut as [`fmt_text`] cuts it.
+pub(crate) fn quoted_list(keys: &[String]) -> String {
     keys.iter()
-        .map(|k| format!("{k:?}"))
+        .map(|k| fmt_text(&Some(k.clone())))
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -16,6 +16,7 @@
 
 mod diagnose;
 mod explain;
+mod fire;
 pub mod intern;
 mod partition;
 pub mod precheck;
@@ -32,21 +33,37 @@ use crate::spec::Spec;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-/// Limits on one check. A check that reaches one ends [`Verdict::Unknown`].
+/// Limits on one check: every bound of the search comes from here. A check that reaches
+/// one ends [`Verdict::Unknown`], naming it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Budget {
-    /// Wall-clock time for the whole check.
+    /// Wall-clock time for the whole check (`--budget`).
     pub time: Option<Duration>,
-    /// Search states memoised, summed over partitions (each costs memory).
+    /// Search states kept, summed over partitions: memoised ones and those the unknown
+    /// outcomes pending at one point can lead to (`--max-states`).
     pub states: Option<u64>,
+    /// Bytes the search's states may take, estimated from their sizes (`--max-memory`):
+    /// the memo and the states of the current point. The process's resident memory is
+    /// this plus the history, and up to about twice it (allocator and hash table slack).
+    pub memory: Option<u64>,
+}
+
+impl Budget {
+    /// No limit at all (tests and the brute-force oracle).
+    pub const UNLIMITED: Budget = Budget {
+        time: None,
+        states: None,
+        memory: None,
+    };
 }
 
 impl Default for Budget {
-    /// 60 s and 20 million states (a few GiB at most).
+    /// 60 s, 20 million states and 2 GiB of states.
     fn default() -> Self {
         Budget {
             time: Some(Duration::from_secs(60)),
             states: Some(20_000_000),
+            memory: Some(2 << 30),
         }
     }
 }
@@ -151,6 +168,8 @@ pub struct Stats {
     pub partitions: usize,
     /// Search states memoised, over all partitions searched.
     pub states: u64,
+    /// Their estimated size in bytes, at its highest.
+    pub bytes: u64,
     pub elapsed: Duration,
 }
 
@@ -159,6 +178,40 @@ pub struct Stats {
 pub enum Exhausted {
     Time(Duration),
     States(u64),
+    /// Bytes of states (estimated).
+    Memory(u64),
+}
+
+impl Exhausted {
+    /// The budget, as a person reads it.
+    pub fn what(&self) -> String {
+        match self {
+            Exhausted::Time(t) => format!("time budget of {t:.1?}"),
+            Exhausted::States(n) => format!("state budget of {n} states"),
+            Exhausted::Memory(b) => format!("memory budget of {}", fmt_bytes(*b)),
+        }
+    }
+
+    /// The command-line option of `leasecheck check-history` (and `leasecheck check`)
+    /// that raises it.
+    pub fn flag(&self) -> &'static str {
+        match self {
+            Exhausted::Time(_) => "--budget",
+            Exhausted::States(_) => "--max-states",
+            Exhausted::Memory(_) => "--max-memory",
+        }
+    }
+}
+
+/// `n` bytes as `512 MiB`, `2.5 GiB`.
+pub fn fmt_bytes(n: u64) -> String {
+    const MIB: f64 = (1u64 << 20) as f64;
+    let mib = n as f64 / MIB;
+    if mib >= 1024.0 {
+        format!("{:.1} GiB", mib / 1024.0)
+    } else {
+        format!("{mib:.0} MiB")
+    }
 }
 
 /// Where a check stopped when its budget ran out.
@@ -212,23 +265,27 @@ impl fmt::Display for Verdict {
         match self {
             Verdict::Linearizable(s) => write!(
                 f,
-                "LINEARIZABLE: {} ops in {} partitions, {} search states, {:.3?}",
-                s.ops, s.partitions, s.states, s.elapsed
+                "LINEARIZABLE: {} ops in {} partitions, {} search states (about {} at \
+                 most), {:.3?}",
+                s.ops,
+                s.partitions,
+                s.states,
+                fmt_bytes(s.bytes),
+                s.elapsed
             ),
             Verdict::Violation(v) => write!(f, "{v}"),
-            Verdict::Unknown(s) => {
-                let what = match s.exhausted {
-                    Exhausted::Time(t) => format!("time budget of {t:.1?}"),
-                    Exhausted::States(n) => format!("state budget of {n} states"),
-                };
-                write!(
-                    f,
-                    "UNKNOWN: the {what} ran out while searching keys {:?} \
-                     ({} ops, {} states so far); this is not a pass: raise --budget or \
-                     resolve unknown outcomes",
-                    s.keys, s.stats.ops, s.stats.states
-                )
-            }
+            Verdict::Unknown(s) => write!(
+                f,
+                "UNKNOWN: the {} ran out while searching keys [{}] ({} ops, {} states so \
+                 far, about {} of them); this is not a pass: raise it with {} (or resolve \
+                 unknown outcomes)",
+                s.exhausted.what(),
+                explain::quoted_list(&s.keys),
+                s.stats.ops,
+                s.stats.states,
+                fmt_bytes(s.stats.bytes),
+                s.exhausted.flag()
+            ),
         }
     }
 }
@@ -237,7 +294,12 @@ impl fmt::Display for Verdict {
 pub(crate) struct Meter {
     start: Instant,
     budget: Budget,
+    /// States memoised so far.
     pub(crate) states: u64,
+    /// Their estimated bytes.
+    pub(crate) bytes: u64,
+    /// The highest `bytes + transient` seen.
+    pub(crate) peak: u64,
     steps: u64,
 }
 
@@ -247,18 +309,31 @@ impl Meter {
             start: Instant::now(),
             budget,
             states: 0,
+            bytes: 0,
+            peak: 0,
             steps: 0,
         }
     }
 
-    /// Counts one search step: the budget that ran out, if one did. The state budget is
+    /// The budget left of `budget` after this meter's use (for the work that follows a
+    /// verdict: explanation, diagnosis).
+    pub(crate) fn remaining(&self) -> Budget {
+        Budget {
+            time: self
+                .budget
+                .time
+                .map(|t| t.saturating_sub(self.start.elapsed())),
+            states: self.budget.states.map(|n| n.saturating_sub(self.states)),
+            memory: self.budget.memory,
+        }
+    }
+
+    /// Counts one search step: the budget that ran out, if one did. States and memory are
     /// checked every step, the clock every 64 steps (reading it costs more than a step).
     pub(crate) fn tick(&mut self) -> Option<Exhausted> {
         self.steps += 1;
-        if let Some(limit) = self.budget.states {
-            if self.states >= limit {
-                return Some(Exhausted::States(limit));
-            }
+        if let Some(e) = self.over(0, 0) {
+            return Some(e);
         }
         if self.steps % 64 == 1 {
             return self.exhausted();
@@ -266,12 +341,37 @@ impl Meter {
         None
     }
 
-    /// The budget that ran out, if one did.
-    pub(crate) fn exhausted(&self) -> Option<Exhausted> {
+    /// The states or memory budget, were `states` more states of `bytes` more bytes kept
+    /// beside the memo (the states of a closure being built).
+    pub(crate) fn over(&mut self, states: u64, bytes: u64) -> Option<Exhausted> {
+        self.peak = self.peak.max(self.bytes.saturating_add(bytes));
         if let Some(limit) = self.budget.states {
-            if self.states >= limit {
+            if self.states.saturating_add(states) >= limit {
                 return Some(Exhausted::States(limit));
             }
+        }
+        if let Some(limit) = self.budget.memory {
+            if self.bytes.saturating_add(bytes) >= limit {
+                return Some(Exhausted::Memory(limit));
+            }
+        }
+        None
+    }
+
+    /// The time budget, looked at every 64 calls (for loops between search steps).
+    pub(crate) fn clock(&mut self) -> Option<Exhausted> {
+        self.steps += 1;
+        if self.steps % 64 != 1 {
+            return None;
+        }
+        let limit = self.budget.time?;
+        (self.start.elapsed() >= limit).then_some(Exhausted::Time(limit))
+    }
+
+    /// The budget that ran out, if one did.
+    pub(crate) fn exhausted(&mut self) -> Option<Exhausted> {
+        if let Some(e) = self.over(0, 0) {
+            return Some(e);
         }
         if let Some(limit) = self.budget.time {
             if self.start.elapsed() >= limit {
@@ -292,6 +392,7 @@ pub fn check(history: &History, options: &CheckOptions) -> Verdict {
         ops: history.ops.len(),
         partitions: parts.len(),
         states: meter.states,
+        bytes: meter.peak,
         elapsed: meter.start.elapsed(),
     };
     if options.prechecks {
@@ -312,10 +413,11 @@ pub fn check(history: &History, options: &CheckOptions) -> Verdict {
         };
         match search::search(cx, &mut meter) {
             search::Outcome::Linearizable => {}
-            search::Outcome::Violation(v) => {
+            search::Outcome::Violation(d) => {
+                let v = explain::violation(cx, &d, meter.remaining());
                 return Verdict::Violation(Box::new(diagnosed(
-                    history, &prepared, part, &parts, *v, options,
-                )))
+                    history, &prepared, part, &parts, v, options,
+                )));
             }
             search::Outcome::Exhausted(exhausted) => {
                 return Verdict::Unknown(Box::new(Spent {
@@ -342,6 +444,10 @@ fn diagnosed(
     let Some(time) = options.diagnosis else {
         return v;
     };
+    let budget = Budget {
+        time: Some(options.budget.time.map_or(time, |t| t.min(time))),
+        ..options.budget
+    };
     if options.spec != Spec::CORRECT {
         return v;
     }
@@ -352,7 +458,7 @@ fn diagnosed(
         part,
         parts,
         (v.invariant, offending),
-        time,
+        budget,
     );
     let Some(&m) = explaining.first() else {
         return v;

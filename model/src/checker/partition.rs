@@ -20,6 +20,8 @@ pub struct Windows {
     /// By index into `History::nemeses` (restart: the downtime; lapse: when it applied).
     pub nemeses: Vec<Span>,
     clock: Clock,
+    /// (start, end of its window) of every restart, by start.
+    restarts: Vec<(Nanos, Ts)>,
 }
 
 impl Windows {
@@ -27,6 +29,25 @@ impl Windows {
     /// (`to = None`: open-ended), derived from the ops around it.
     pub fn span(&self, from: Nanos, to: Option<Nanos>) -> Span {
         self.clock.span(from, to)
+    }
+
+    /// The latest instant a session alive at real time `from` can still act at: the end
+    /// of the window of the first restart that starts at or after `from` (the old server
+    /// was gone by then), if one does.
+    pub fn session_end(&self, from: Nanos) -> Option<Ts> {
+        let n = self.restarts.partition_point(|(start, _)| *start < from);
+        self.restarts.get(n).map(|(_, end)| *end)
+    }
+
+    /// `window` of an open-ended entry of a session alive at `from`, ended no later than
+    /// the restart that ends that session: what it did, it did before the crash.
+    fn capped(&self, window: Span, from: Nanos) -> Span {
+        match self.session_end(from) {
+            Some(end) if end < window.t1() => {
+                Span::new(window.t0(), end).unwrap_or(Span::point(window.t0()))
+            }
+            _ => window,
+        }
     }
 }
 
@@ -95,11 +116,11 @@ impl Clock {
 
 impl Windows {
     /// Reported windows where there are; derived ones elsewhere. An unknown op may take
-    /// effect from its invoke to the end of the history.
+    /// effect from its invoke to the end of the history, or to the restart that ends its
+    /// session.
     pub fn derive(history: &History) -> Windows {
         let clock = Clock::new(history);
-        let ops = history.ops.iter().map(|op| op_window(&clock, op)).collect();
-        let nemeses = history
+        let nemeses: Vec<Span> = history
             .nemeses
             .iter()
             .map(|n| match &n.effect {
@@ -113,16 +134,43 @@ impl Windows {
                 _ => clock.span(n.start, Some(n.end)),
             })
             .collect();
-        Windows {
-            ops,
+        let mut restarts: Vec<(Nanos, Ts)> = history
+            .nemeses
+            .iter()
+            .zip(&nemeses)
+            .filter(|(n, _)| matches!(n.effect, NemesisEffect::Restart { .. }))
+            .map(|(n, w)| (n.start, w.t1()))
+            .collect();
+        restarts.sort();
+        let mut windows = Windows {
+            ops: Vec::new(),
             nemeses,
             clock,
+            restarts,
+        };
+        windows.ops = history
+            .ops
+            .iter()
+            .map(|op| {
+                let w = op_window(&windows.clock, op);
+                if op.result.outcome() == Outcome::Unknown {
+                    windows.capped(w, op.invoke)
+                } else {
+                    w
+                }
+            })
+            .collect();
+        for (i, n) in history.nemeses.iter().enumerate() {
+            if matches!(n.effect, NemesisEffect::Lapse { applied: None, .. }) {
+                windows.nemeses[i] = windows.capped(windows.nemeses[i], n.start);
+            }
         }
+        windows
     }
 }
 
 /// The earliest instant `op` can have taken effect at: its window's start, or later when a
-/// reported expiry pins a grant or renew to `expires_at - ttl`.
+/// reported expiry pins a grant or renew to the instants `t` with `t + ttl = expires_at`.
 fn earliest_effect(op: &OpRecord, window: Span) -> Ts {
     let pinned = match (&op.result, &op.call) {
         (
@@ -130,7 +178,7 @@ fn earliest_effect(op: &OpRecord, window: Span) -> Ts {
             Op::Acquire { ttl: Some(ttl), .. },
         )
         | (OpResult::Ok(Outcome::Renewed { expires_at }), Op::Renew { ttl: Some(ttl), .. }) => {
-            Some(expires_at.plus(-ttl.advance_bounds().1))
+            ttl.earliest_source_in(*expires_at, window.t0(), window.t1())
         }
         _ => None,
     };
@@ -260,7 +308,11 @@ pub fn partition(history: &History, windows: &Windows) -> Vec<Partition> {
         // was lost, or a transaction whose connection was lost (the server aborts it when
         // it notices)
         let ret = ret.filter(|_| end != TxnEnd::Unknown && !ops.lost);
-        let window = windows.span(call, ret);
+        let begin = record.map_or(ops.first.unwrap_or(0), |r| r.begin);
+        let window = match ret {
+            Some(_) => windows.span(call, ret),
+            None => windows.capped(windows.span(call, None), begin),
+        };
         let p = part_of(&mut parts, group.clone(), &groups);
         p.txn_end.insert(*txn, p.entries.len());
         p.entries.push(Entry {
@@ -268,7 +320,7 @@ pub fn partition(history: &History, windows: &Windows) -> Vec<Partition> {
             call,
             ret,
             window,
-            crash_gen: crash_gen(record.map_or(ops.first.unwrap_or(0), |r| r.begin)),
+            crash_gen: crash_gen(begin),
             txn: Some(*txn),
             order: if ret.is_some() { window.t0() } else { FAR_PAST },
         });
@@ -312,8 +364,9 @@ pub fn partition(history: &History, windows: &Windows) -> Vec<Partition> {
 struct TxnOps {
     /// the first invoke of its ops
     first: Option<Nanos>,
-    /// just after the last complete of its answered ops: the end comes after them (a
-    /// failing op is not waited for: the server aborts the transaction at the error)
+    /// just after the last complete of its answered ops and the last invoke of its
+    /// unanswered ones: the end comes after them (a failing op is not waited for: the
+    /// server aborts the transaction at the error)
     after: Nanos,
     /// one of its ops lost its connection
     lost: bool,
@@ -324,6 +377,10 @@ impl TxnOps {
         self.first = Some(self.first.map_or(op.invoke, |f| f.min(op.invoke)));
         if matches!(op.result, OpResult::Ok(_)) {
             self.after = self.after.max(op.complete.saturating_add(1));
+        }
+        if unknown {
+            // its COMMIT (if any was sent) came after it was sent
+            self.after = self.after.max(op.invoke.saturating_add(1));
         }
         self.lost |= unknown;
     }

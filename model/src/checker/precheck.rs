@@ -20,7 +20,10 @@
 //!    So every counted acquire of epoch `e` names the one owner of the chain's lease `e`, and
 //!    that lease's grant is placed no later than any of them.
 //! 3. Writes are placed in the order of their effective instants (the `floor`), so every
-//!    write on the chain after the grant of `e` takes effect at or after it.
+//!    write on the chain after the grant of `e` takes effect at or after it; a write of an
+//!    explicit transaction orders the other writers from its COMMIT's window on, so a
+//!    release in a transaction that acquires nothing of its key ends the lease, for the
+//!    next grant, no earlier than that window's start.
 //! 4. A stored expiry only changes by writes (grant, renew, injected lapse); reads narrow it.
 //!    So the lease's expiry at any point lies within the bounds some write to it set.
 //!
@@ -37,7 +40,7 @@ use crate::history::{History, Nanos, NemesisEffect, OpRecord, TxnEnd};
 use crate::invariant::Invariant;
 use crate::spec::{Epoch, Op, Outcome, Spec};
 use crate::time::{Interval, Span, Ts};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The first violation a pre-check finds in `part`, if any.
 pub fn run(spec: &Spec, history: &History, part: &Partition) -> Option<Violation> {
@@ -182,10 +185,19 @@ struct Item<'h> {
     /// `None` when it may never be (unknown outcome, transaction of unknown end, a restart
     /// that may come between it and its commit).
     committed_by: Option<Nanos>,
+    /// The earliest instant a grant of another lease can take effect at after this one, were
+    /// it committed: its own window's start, or, in an explicit transaction that makes no
+    /// acquire of the key, the later of that and the start of its COMMIT's window (it
+    /// row-locks the key until then, so every other writer comes after its commit: the
+    /// search's floor). A transaction that also acquires the key may grant it before its
+    /// own COMMIT.
+    orders_from: Ts,
 }
 
 impl Item<'_> {
-    /// The instants a reported expiry fixes for a grant or renew: `expires_at - ttl`.
+    /// The instants of its window a reported expiry fixes for a grant or renew (the
+    /// instants `t` with `t + ttl = expires_at`: with months, up to four); the whole window
+    /// when none does (the search rejects the op then).
     fn implied_start(&self) -> Option<(Ts, Ts)> {
         match self.fact {
             Fact::Acquired {
@@ -194,10 +206,12 @@ impl Item<'_> {
             | Fact::Renewed {
                 expires_at, ttl, ..
             } => {
-                let (lo, hi) = ttl.advance_bounds();
-                let earliest = Ts(expires_at.0.saturating_sub(hi)).max(self.window.t0());
-                let latest = Ts(expires_at.0.saturating_sub(lo)).min(self.window.t1());
-                Some((earliest, latest))
+                let (t0, t1) = (self.window.t0(), self.window.t1());
+                Some(
+                    ttl.earliest_source_in(expires_at, t0, t1)
+                        .zip(ttl.latest_source_in(expires_at, t0, t1))
+                        .unwrap_or((t0, t1)),
+                )
             }
             _ => None,
         }
@@ -271,10 +285,21 @@ impl Restarts {
 /// The items of every key of `part`, in no particular order.
 fn collect<'h>(history: &'h History, part: &Partition) -> BTreeMap<&'h str, Vec<Item<'h>>> {
     let restarts = Restarts::of(history, part);
+    // (transaction, key) of every acquire made in a transaction
+    let acquiring: BTreeSet<(u64, &str)> = part
+        .entries
+        .iter()
+        .filter_map(|e| match e.kind {
+            EntryKind::Op(i) => Some(&history.ops[i]),
+            _ => None,
+        })
+        .filter(|op| matches!(op.call, Op::Acquire { .. }))
+        .filter_map(|op| Some((op.txn?, op.call.key()?.as_str())))
+        .collect();
     let mut by_key: BTreeMap<&'h str, Vec<Item<'h>>> = BTreeMap::new();
     for (index, entry) in part.entries.iter().enumerate() {
         let found = match entry.kind {
-            EntryKind::Op(i) => op_item(history, part, &restarts, index, i),
+            EntryKind::Op(i) => op_item(history, part, &restarts, &acquiring, index, i),
             EntryKind::Nemesis(i) => match &history.nemeses[i].effect {
                 NemesisEffect::Lapse { key, .. } => Some((
                     key.as_str(),
@@ -285,6 +310,7 @@ fn collect<'h>(history: &'h History, part: &Partition) -> BTreeMap<&'h str, Vec<
                         ret: entry.ret,
                         window: entry.window,
                         committed_by: None,
+                        orders_from: entry.window.t0(),
                     },
                 )),
                 _ => None,
@@ -302,6 +328,7 @@ fn op_item<'h>(
     history: &'h History,
     part: &Partition,
     restarts: &Restarts,
+    acquiring: &BTreeSet<(u64, &str)>,
     index: usize,
     op_index: usize,
 ) -> Option<(&'h str, Item<'h>)> {
@@ -316,6 +343,11 @@ fn op_item<'h>(
         Commit::By(at) => Some(at),
     };
     let entry = &part.entries[index];
+    let commit_window = op
+        .txn
+        .filter(|t| !acquiring.contains(&(*t, key.as_str())))
+        .and_then(|t| part.txn_end.get(&t))
+        .map(|i| part.entries[*i].window.t0());
     Some((
         key.as_str(),
         Item {
@@ -325,6 +357,7 @@ fn op_item<'h>(
             ret: entry.ret,
             window: entry.window,
             committed_by,
+            orders_from: commit_window.map_or(entry.window.t0(), |c| entry.window.t0().max(c)),
         },
     ))
 }
@@ -661,12 +694,12 @@ impl MaybeGrants {
         let mut out = MaybeGrants::default();
         let mut acc: Option<MaybeSummary> = None;
         for (call, window, ttl, entry) in found {
-            let (lo, hi) = ttl.advance_bounds();
+            let expiries = ttl.image(window.t0(), window.t1());
             let one = MaybeSummary {
                 earliest_start: (window.t0(), entry),
                 latest_start: (window.t1(), entry),
-                lowest_expiry: (window.t0().plus(lo), entry),
-                highest_expiry: (window.t1().plus(hi), entry),
+                lowest_expiry: (expiries.lo, entry),
+                highest_expiry: (expiries.hi, entry),
             };
             let next = acc.map_or(one, |a| a.join(&one));
             out.calls.push(call);
@@ -881,9 +914,11 @@ fn earliest_end(
         let bound = match item.fact {
             Fact::Acquired { expires_at, .. } | Fact::Renewed { expires_at, .. } => expires_at,
             Fact::MaybeRenewed { ttl, .. } => {
-                after_grant(item.window.t0()).plus(ttl.advance_bounds().0)
+                ttl.image(after_grant(item.window.t0()), item.window.t1())
+                    .lo
             }
-            _ => after_grant(item.window.t0()),
+            // a release ends the lease for the next grant once it committed
+            _ => after_grant(item.orders_from),
         };
         end = lower(end, Some((bound, item.entry)));
     }
@@ -1033,7 +1068,7 @@ fn expiry_writes(lease: &LeaseItems<'_, '_>) -> Vec<(Nanos, Bound)> {
         .map(|item| {
             let bound = match item.fact {
                 Fact::Acquired { expires_at, .. } | Fact::Renewed { expires_at, .. } => expires_at,
-                Fact::MaybeRenewed { ttl, .. } => item.window.t1().plus(ttl.advance_bounds().1),
+                Fact::MaybeRenewed { ttl, .. } => ttl.image(item.window.t0(), item.window.t1()).hi,
                 _ => item.window.t1(),
             };
             (item.call, (bound, item.entry))

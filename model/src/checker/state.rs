@@ -9,16 +9,22 @@
 //! - **Row locks**: an op that writes a key cannot take effect while another open
 //!   transaction has a pending write on it (it would block until that transaction ends).
 //! - **Commit windows**: writes to a key take effect in the order of their effective server
-//!   instants (pg_lease reads the clock while holding the key's row lock), so a write cannot
-//!   be placed at an instant before a write to the same key placed earlier (`floors`). A lock-free read is
-//!   judged at an instant of its own window only: it may see the state before a write that
-//!   was decided but not yet committed.
+//!   instants (pg_lease reads the clock while holding the key's row lock), so an entry cannot
+//!   be placed at an instant before the commit of a write to the same key placed earlier
+//!   (`floors`): an autocommit write commits at or after its own instant; a write in an
+//!   explicit transaction holds the row lock until the transaction's COMMIT, so it orders
+//!   later entries from the COMMIT's server window on (the later of its instant and the
+//!   start of the end entry's window); a rolled-back write orders nothing. A lock-free read
+//!   is judged at an instant of its own window only: it may see the state before a write
+//!   that was decided but not yet committed.
 //! - **Restarts**: committed state stands ([`Spec::crash`], [`Spec::restart`]), pending
 //!   writes are lost, and an unknown op can only have taken effect before the restart that
-//!   ended its session.
+//!   ended its session: at the restart every call still pending from a session it ended
+//!   has either taken effect (fired before it) or never will; it is no longer pending.
 //! - **Unknown outcomes** (open-ended entries): from its call on, such an entry is
-//!   *pending* in the state; before any later step it may fire ([`closure`]), or never. So
-//!   a linearizer never has to choose where to place it (Knossos does the same).
+//!   *pending* in the state; before any later step it may fire, or never
+//!   ([`super::fire`]). So a linearizer never has to choose where to place it (Knossos does
+//!   the same).
 
 use super::intern::{Ctx, Sym};
 use super::partition::{Entry, EntryKind};
@@ -26,7 +32,7 @@ use crate::history::{NemesisEffect, TxnEnd, TxnId};
 use crate::invariant::Invariant;
 use crate::spec::{Judgement, KeyState, Mismatch, Op, Outcome, Store};
 use crate::time::Ts;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// Keys and owners as the checker keeps them.
 pub type S = Store<Sym, Sym>;
@@ -38,13 +44,20 @@ pub struct PState {
     pub committed: S,
     /// Pending writes of open transactions (each key in a map is row-locked by it).
     pub open: BTreeMap<TxnId, Pending>,
-    /// Per key, the instant of its latest committed write: every entry on the key placed
-    /// later took effect at or after it. (Writes to different keys are not ordered.)
+    /// Per key, the earliest instant the commit of its latest committed write can have had:
+    /// every entry on the key placed later took effect at or after it. (Writes to different
+    /// keys are not ordered.)
     pub floors: BTreeMap<Sym, Ts>,
     /// Restarts applied so far.
     pub crashes: u32,
     /// Open-ended entries called but not fired yet (entry indices, sorted).
     pub pending: Vec<usize>,
+    /// Open-ended entries of sessions a restart ended, not resolved yet (sorted): each may
+    /// still have taken effect before that restart. With the correct semantics a restart
+    /// changes no committed state, so one resolves just before the next entry on its key
+    /// (fired as of before the crash, or never), not at the restart itself:
+    /// [`super::fire`].
+    pub deferred: Vec<usize>,
 }
 
 /// The pending writes of one open transaction.
@@ -52,9 +65,9 @@ pub struct PState {
 pub struct Pending {
     /// The keys it wrote (and row-locks), with their new states.
     pub writes: BTreeMap<Sym, KeyState<Sym>>,
-    /// The instant of its latest write. It raises the floor when the transaction commits;
-    /// a rolled-back write orders nothing (a write that waited for it may go on with the
-    /// clock it read before waiting).
+    /// The instant of its latest write. With the start of the COMMIT's window it raises
+    /// the floor when the transaction commits; a rolled-back write orders nothing (a write
+    /// that waited for it may go on with the clock it read before waiting).
     pub at: Ts,
 }
 
@@ -144,7 +157,7 @@ pub fn apply(
             };
             apply_call(cx, entry, state, &call, txn_ended, detail)
         }
-        EntryKind::TxnEnd { txn, end } => Ok(apply_end(cx, i, state, txn, end)),
+        EntryKind::TxnEnd { txn, end } => apply_end(cx, i, state, txn, end),
         EntryKind::Nemesis(n) => match (&cx.history.nemeses[n].effect, cx.prepared.lapse_keys[n]) {
             (NemesisEffect::Restart { clean, .. }, _) => {
                 let mut next = state.clone();
@@ -153,6 +166,19 @@ pub fn apply(
                 }
                 next.committed = cx.spec.restart(&next.committed, entry.window);
                 next.open.clear();
+                // the calls the crash left pending took effect before it or never: with the
+                // correct semantics (the crash keeps committed state) they are resolved
+                // lazily, as of before the crash (`deferred`); those of transactions died
+                // with them (the search fired them before the restart, see `fire`)
+                if super::fire::defers_restarts(cx.spec) {
+                    let part = cx.part;
+                    next.deferred.extend(
+                        next.pending
+                            .iter()
+                            .filter(|p| part.entries[**p].txn.is_none()),
+                    );
+                    next.deferred.sort_unstable();
+                }
                 next.pending.clear();
                 next.crashes += 1;
                 Ok(vec![next])
@@ -191,40 +217,24 @@ pub fn call_open_ended(cx: Ctx<'_>, i: usize, state: &PState, txn_ended: bool) -
     next
 }
 
-/// More states than this in one closure: the unknown outcomes are too many to search (the
-/// check ends unknown rather than running unbounded between two budget checks).
-pub const CLOSURE_LIMIT: usize = 20_000;
-
-/// A closure grew past [`CLOSURE_LIMIT`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TooManyStates;
-
-/// Every state reachable from `states` by firing pending entries (any of them, in any
-/// order), the states themselves included.
-pub fn closure(cx: Ctx<'_>, states: &[PState]) -> Result<Vec<PState>, TooManyStates> {
-    if states.iter().all(|s| s.pending.is_empty()) {
-        return Ok(states.to_vec());
+impl PState {
+    /// An estimate of the bytes this state takes (itself and what it owns), for the
+    /// memory budget.
+    pub fn heap_bytes(&self) -> u64 {
+        const ROW: usize = std::mem::size_of::<(Sym, KeyState<Sym>)>();
+        // a B-tree entry with its share of a node
+        const NODE_ENTRY: usize = 16;
+        let rows = self.committed.rows().count() * ROW;
+        let open: usize = self
+            .open
+            .values()
+            .map(|p| 64 + p.writes.len() * (ROW + NODE_ENTRY))
+            .sum();
+        let floors = self.floors.len() * (std::mem::size_of::<(Sym, Ts)>() + NODE_ENTRY);
+        let open_ended =
+            (self.pending.capacity() + self.deferred.capacity()) * std::mem::size_of::<usize>();
+        (std::mem::size_of::<PState>() + rows + open + floors + open_ended) as u64
     }
-    let mut seen: BTreeSet<PState> = states.iter().cloned().collect();
-    let mut frontier: Vec<PState> = states.to_vec();
-    while let Some(s) = frontier.pop() {
-        for &e in &s.pending {
-            let mut base = s.clone();
-            base.pending.retain(|x| *x != e);
-            let Ok(fired) = apply(cx, e, &base, false, false) else {
-                continue;
-            };
-            for f in fired {
-                if f != base && seen.insert(f.clone()) {
-                    frontier.push(f);
-                }
-            }
-            if seen.len() > CLOSURE_LIMIT {
-                return Err(TooManyStates);
-            }
-        }
-    }
-    Ok(seen.into_iter().collect())
 }
 
 struct Call<'a> {
@@ -339,9 +349,18 @@ fn settle(
     next
 }
 
-fn apply_end(cx: Ctx<'_>, i: usize, state: &PState, txn: TxnId, end: TxnEnd) -> Vec<PState> {
+fn apply_end(
+    cx: Ctx<'_>,
+    i: usize,
+    state: &PState,
+    txn: TxnId,
+    end: TxnEnd,
+) -> Result<Vec<PState>, Reject> {
     let entry = &cx.part.entries[i];
     let pending = state.open.get(&txn);
+    // The COMMIT came after the transaction's writes and within the end's window.
+    let committed_at = pending.map_or(entry.window.t0(), |p| p.at.max(entry.window.t0()));
+    let can_commit = committed_at <= entry.window.t1();
     let writes: Vec<(Sym, KeyState<Sym>)> = pending
         .map(|p| p.writes.iter().map(|(k, s)| (*k, s.clone())).collect())
         .unwrap_or_default();
@@ -353,11 +372,11 @@ fn apply_end(cx: Ctx<'_>, i: usize, state: &PState, txn: TxnId, end: TxnEnd) -> 
             .retain(|p| *p == i || cx.part.entries[*p].txn != Some(txn));
         if commit {
             next.committed = cx.spec.commit(&state.committed, &writes);
-            // every key it wrote was locked until now: later ops on them come after its
-            // latest write
+            // every key it wrote was row-locked until the COMMIT: later entries on them
+            // come after it
             if let Some(p) = pending {
                 for key in p.writes.keys() {
-                    next.raise(*key, p.at);
+                    next.raise(*key, committed_at);
                 }
             }
         } else {
@@ -367,12 +386,19 @@ fn apply_end(cx: Ctx<'_>, i: usize, state: &PState, txn: TxnId, end: TxnEnd) -> 
     };
     let alive = state.crashes == entry.crash_gen;
     let mut out = match end {
-        TxnEnd::Commit => vec![finish(true)],
+        TxnEnd::Commit if can_commit => vec![finish(true)],
+        TxnEnd::Commit => {
+            // a write dated after its own COMMIT's window
+            return Err(Reject::TooEarly {
+                at: entry.window.t1(),
+                floor: committed_at,
+            });
+        }
         TxnEnd::Rollback => vec![finish(false)],
-        TxnEnd::Unknown if alive => vec![finish(true), finish(false)],
+        TxnEnd::Unknown if alive && can_commit => vec![finish(true), finish(false)],
         TxnEnd::Unknown => vec![finish(false)],
     };
     out.sort();
     out.dedup();
-    out
+    Ok(out)
 }

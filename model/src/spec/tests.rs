@@ -317,7 +317,7 @@ fn acquire_straddling_expiry_may_be_denied_or_granted() {
         Outcome::Acquired {
             epoch: 2,
             expires_at
-        } if *expires_at == Window { lo: Ts(110), hi: Ts(112) }
+        } if *expires_at == Window::between(Ts(110), Ts(112))
     )));
 }
 
@@ -355,10 +355,7 @@ fn observed_outcome_narrows_the_expiry_window() {
         KeyState::Held {
             owner: k("a"),
             epoch: 1,
-            expires: Window {
-                lo: Ts(10),
-                hi: Ts(20),
-            },
+            expires: Window::between(Ts(10), Ts(20)),
         },
     );
     let lapsed_row = Outcome::Inspected(Some(Row {
@@ -377,10 +374,7 @@ fn observed_outcome_narrows_the_expiry_window() {
             KeyState::Held {
                 owner: k("a"),
                 epoch: 1,
-                expires: Window {
-                    lo: Ts(10),
-                    hi: Ts(14)
-                }
+                expires: Window::between(Ts(10), Ts(14))
             }
         )]
     );
@@ -395,10 +389,7 @@ fn observed_outcome_narrows_the_expiry_window() {
         .expect("denied allowed");
     assert_eq!(
         after[0].state(&k("k")).holder().map(|(_, _, w)| w),
-        Some(Window {
-            lo: Ts(15),
-            hi: Ts(20)
-        })
+        Some(Window::between(Ts(15), Ts(20)))
     );
 }
 
@@ -464,7 +455,7 @@ fn reported_expiry_must_be_server_time_plus_ttl() {
         );
         assert_eq!(res.is_ok(), ok, "expires_at {r}");
     }
-    // calendar intervals are judged with conservative bounds
+    // calendar intervals are exact: instant 0 is 1970-01-01, a month later 1970-02-01
     let month = Op::acquire(
         k("k"),
         k("a"),
@@ -475,7 +466,13 @@ fn reported_expiry_must_be_server_time_plus_ttl() {
         },
     );
     let day = 86_400_000_000_i64;
-    for (r, ok) in [(28 * day, true), (31 * day, true), (32 * day, false)] {
+    for (r, ok) in [
+        (28 * day, false),
+        (31 * day - 1, false),
+        (31 * day, true),
+        (31 * day + 1, false),
+        (32 * day, false),
+    ] {
         let res = Spec::CORRECT.check(
             &S::new(),
             &month,
@@ -486,6 +483,47 @@ fn reported_expiry_must_be_server_time_plus_ttl() {
             },
         );
         assert_eq!(res.is_ok(), ok, "expires_at {r}");
+    }
+    // 2026-01-31 + 1 mon is 2026-02-28 (clamped), not 30 or 31 days later
+    let jan31 = 1_769_817_600_000_000_i64;
+    for (r, ok) in [
+        (jan31 + 28 * day, true),
+        (jan31 + 30 * day, false),
+        (jan31 + 31 * day, false),
+    ] {
+        let res = Spec::CORRECT.check(
+            &S::new(),
+            &month,
+            span(jan31, jan31),
+            &Outcome::Acquired {
+                epoch: 1,
+                expires_at: Ts(r),
+            },
+        );
+        assert_eq!(res.is_ok(), ok, "expires_at {r}");
+    }
+    // a day is 24 hours, never 23 or 25
+    let one_day = Op::acquire(
+        k("k"),
+        k("a"),
+        Interval {
+            months: 0,
+            days: 1,
+            micros: 0,
+        },
+    );
+    let hour = 3_600_000_000_i64;
+    for (r, ok) in [(day - hour, false), (day, true), (day + hour, false)] {
+        let res = Spec::CORRECT.check(
+            &S::new(),
+            &one_day,
+            span(jan31, jan31),
+            &Outcome::Acquired {
+                epoch: 1,
+                expires_at: Ts(jan31 + r),
+            },
+        );
+        assert_eq!(res.is_ok(), ok, "expires_at +{r}");
     }
 }
 
@@ -524,10 +562,7 @@ fn unknown_and_failed_outcomes() {
         KeyState::Held {
             owner: k("a"),
             epoch: 1,
-            expires: Window {
-                lo: Ts(10),
-                hi: Ts(12)
-            }
+            expires: Window::between(Ts(10), Ts(12))
         }
     )));
     let after = Spec::CORRECT
