@@ -646,6 +646,7 @@ impl Session {
         };
         let process = conn.process;
         let id: OpId = self.recorder.next_op.fetch_add(1, Ordering::Relaxed);
+        let sent = Instant::now();
         let answered = tokio::time::timeout(self.recorder.call_timeout, sql::call(conn, op)).await;
         let complete = self.recorder.now();
         let call = sql::call_name(op);
@@ -663,7 +664,12 @@ impl Session {
             },
             Err(_) => {
                 let backend = conn.backend_pid;
-                if let Some(detail) = self.recorder.executing(backend).await {
+                let hang = if within_its_wait(op, sent.elapsed()) {
+                    None
+                } else {
+                    self.recorder.executing(backend).await
+                };
+                if let Some(detail) = hang {
                     self.cancel_and_retire().await;
                     return Err(RecorderError::Hang {
                         call,
@@ -969,4 +975,20 @@ fn describe(e: &tokio_postgres::Error) -> String {
         Some(cause) => format!("{e}: {cause}"),
         None => e.to_string(),
     }
+}
+
+/// Whether `op` is a blocking acquire still inside its own wait after `elapsed`: a server
+/// executing it then (sleeping between its probes) is doing what it was asked, so a call
+/// timeout shorter than the wait ends in an unknown outcome, not in a finding that it hangs.
+fn within_its_wait(op: &Op<String, String>, elapsed: Duration) -> bool {
+    let Op::Acquire { wait: Some(w), .. } = op else {
+        return false;
+    };
+    // The longest the wait can last: a month of 31 days (the waits drawn are seconds).
+    const DAY_MICROS: i64 = 86_400_000_000;
+    let longest = i64::from(w.months.max(0))
+        .saturating_mul(31 * DAY_MICROS)
+        .saturating_add(i64::from(w.days.max(0)).saturating_mul(DAY_MICROS))
+        .saturating_add(w.micros.max(0));
+    elapsed < Duration::from_micros(longest.max(0) as u64)
 }
