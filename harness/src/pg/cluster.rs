@@ -610,6 +610,10 @@ impl Managed {
             ("synchronous_commit", "on"),
             ("max_connections", "200"),
             ("logging_collector", "off"),
+            // Dynamic shared memory in files under the data directory (pg_dynshmem), not in
+            // /dev/shm: a killed server's segments, including those no process maps at the
+            // kill (a pinned DSA segment), go with its directory or its next start.
+            ("dynamic_shared_memory_type", "mmap"),
         ];
         for (name, value) in defaults
             .iter()
