@@ -300,13 +300,19 @@ pub async fn measure_on(
             .await
             .map_err(|e| crate::security::describe_db(&e))?;
     }
-    let overshoots: Vec<f64> = c
+    let measured: Vec<Option<f64>> = c
         .query("SELECT ms FROM pg_temp.leasecheck_prompt", &[])
         .await
         .map_err(|e| crate::security::describe_db(&e))?
         .iter()
-        .map(|r| r.get(0))
-        .collect();
+        .map(|r| r.try_get(0))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("reading the measured overshoots: {e}"))?;
+    // NULL: the call returned without its wait running out (no 'wait of' cancel).
+    let overshoots: Vec<f64> = measured.into_iter().collect::<Option<_>>().ok_or(
+        "a blocking acquire (wait 200 ms) of a key another owner holds for an hour returned \
+         without waiting its wait out",
+    )?;
     let mut lags = Vec::new();
     for i in 0..n {
         let key = format!("prompt-lapsing-{i}");
