@@ -118,26 +118,23 @@ async fn run_roles<'a>(
                     continue;
                 };
                 outcomes[i].statements += 1;
-                let mut judged =
-                    judge(world, &attacker, role, class, &object.label, &sql, n, major).await?;
-                if judged.only_slow() {
-                    // A second look with a fresh statement (see `Judged::only_slow`).
-                    n += 1;
-                    if judged.reset {
-                        attacker = Arc::new(world.connect_as(role).await?);
-                    }
-                    if let Some(sql) = statement(world, role, class.sql, object, n) {
-                        judged =
-                            judge(world, &attacker, role, class, &object.label, &sql, n, major)
-                                .await?;
-                    }
-                }
-                if let Some(finding) = judged.finding {
-                    outcomes[i].result = Err(CheckError::Violated(format!(
-                        "as {role}, `{sql}` on {}: {finding}",
-                        object.label
-                    )));
-                }
+                let statement_for = |n| statement(world, role, class.sql, object, n);
+                let look = Look {
+                    role,
+                    major,
+                    object: &object.label,
+                };
+                let judged = judge_twice(
+                    world,
+                    &mut attacker,
+                    class,
+                    &look,
+                    &mut n,
+                    sql,
+                    statement_for,
+                )
+                .await?;
+                judged.record(&mut outcomes[i], role, &object.label);
                 if judged.damaged {
                     rebuild(world).await?;
                     objects = enumerate(&world.su, &world.extension).await?.0;
@@ -174,41 +171,23 @@ async fn run_roles<'a>(
                     quick: true,
                     control: super::Control::Never(""),
                 };
-                let mut judged = judge(
-                    world,
-                    &attacker,
+                let look = Look {
                     role,
-                    &class,
-                    &object.label,
-                    &sql,
-                    n,
                     major,
+                    object: &object.label,
+                };
+                let same = |_| Some(sql.clone());
+                let judged = judge_twice(
+                    world,
+                    &mut attacker,
+                    &class,
+                    &look,
+                    &mut n,
+                    sql.clone(),
+                    same,
                 )
                 .await?;
-                if judged.only_slow() {
-                    // A second look (see `Judged::only_slow`).
-                    n += 1;
-                    if judged.reset {
-                        attacker = Arc::new(world.connect_as(role).await?);
-                    }
-                    judged = judge(
-                        world,
-                        &attacker,
-                        role,
-                        &class,
-                        &object.label,
-                        &sql,
-                        n,
-                        major,
-                    )
-                    .await?;
-                }
-                if let Some(finding) = judged.finding {
-                    outcomes[last].result = Err(CheckError::Violated(format!(
-                        "as {role}, `{sql}` on {}: {finding}",
-                        object.label
-                    )));
-                }
+                judged.record(&mut outcomes[last], role, &object.label);
                 if judged.damaged {
                     rebuild(world).await?;
                     objects = enumerate(&world.su, &world.extension).await?.0;
@@ -223,6 +202,39 @@ async fn run_roles<'a>(
         outcomes[last].elapsed += started.elapsed();
     }
     Ok(())
+}
+
+/// Who runs a statement, on which major, against which object (for a judgement).
+struct Look<'a> {
+    role: Role,
+    major: u32,
+    object: &'a str,
+}
+
+/// Judges `sql` (the statement of number `*n`) and, when the finding is only slowness
+/// (see [`Judged::only_slow`]), the statement `statement_for` gives for the next number.
+/// Replaces the attacker's session before the second look when the first needs it.
+async fn judge_twice(
+    world: &World<'_>,
+    attacker: &mut Arc<Client>,
+    class: &Class,
+    look: &Look<'_>,
+    n: &mut u64,
+    sql: String,
+    statement_for: impl Fn(u64) -> Option<String>,
+) -> Result<Judged, SecurityError> {
+    let judged = judge(world, attacker, class, look, &sql, *n).await?;
+    if !judged.only_slow() {
+        return Ok(judged);
+    }
+    *n += 1;
+    if judged.reset {
+        *attacker = Arc::new(world.connect_as(look.role).await?);
+    }
+    match statement_for(*n) {
+        Some(again) => judge(world, attacker, class, look, &again, *n).await,
+        None => Ok(judged),
+    }
 }
 
 /// Builds the world again after a statement damaged it.
@@ -257,6 +269,8 @@ fn statement(
 
 /// The judgement of one statement.
 struct Judged {
+    /// The statement judged.
+    sql: String,
     finding: Option<String>,
     /// The build's objects or the seeded state changed: build the world again.
     damaged: bool,
@@ -267,6 +281,16 @@ struct Judged {
 }
 
 impl Judged {
+    /// Its finding, if any, as the class's result.
+    fn record(&self, outcome: &mut ClassOutcome, role: Role, object: &str) {
+        if let Some(finding) = &self.finding {
+            outcome.result = Err(CheckError::Violated(format!(
+                "as {role}, `{}` on {object}: {finding}",
+                self.sql
+            )));
+        }
+    }
+
     /// A finding made only of calls over the bound without a lock wait seen is looked at a
     /// second time before it is reported: a write slowed once past the bound by a loaded
     /// machine's fsync (2.06 s seen once under a parallel build) does not come back, a stall
@@ -285,17 +309,15 @@ fn is_slowness(problem: &str) -> bool {
         || problem.contains("over the bound of")
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn judge(
     world: &World<'_>,
     attacker: &Arc<Client>,
-    role: Role,
     class: &Class,
-    object: &str,
+    look: &Look<'_>,
     sql: &str,
     n: u64,
-    major: u32,
 ) -> Result<Judged, SecurityError> {
+    let (role, major, object) = (look.role, look.major, look.object);
     let pinned = limitation(class.name, role, object, major);
     world.drain_workload();
     if class.shape == Shape::Transaction {
@@ -357,6 +379,7 @@ async fn judge(
         // A documented stall that did not reproduce is no slowness; an unexpected one is.
         let slow = limit.effect == Effect::Succeeds && problems.iter().all(|p| is_slowness(p));
         return Ok(Judged {
+            sql: sql.to_string(),
             finding,
             damaged,
             reset: true,
@@ -369,6 +392,7 @@ async fn judge(
     let finding = (!problems.is_empty())
         .then(|| format!("{} and then: {}", describe(&ran), problems.join("; ")));
     Ok(Judged {
+        sql: sql.to_string(),
         finding,
         damaged,
         reset,
