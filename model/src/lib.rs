@@ -10,9 +10,10 @@
 //!   Wing-Gong/Lowe search, linear pre-checks, three-valued verdict).
 //! - [`lease_model`]: the stateright [`LeaseModel`] (clients, keys, clock, faults, crashes,
 //!   transactions, a fenced resource) with the invariants as properties.
-//! - [`algo_model`]: the stateright [`AlgoModel`]: pg_lease's algorithm (0.1.0 or 0.2.0 step
-//!   order) as steps of concurrent sessions on a row, its lock and a clock; it refines
-//!   [`LeaseModel`] and checks inv01 and inv07 over server-time instants.
+//! - [`algo_model`]: the stateright [`AlgoModel`]: pg_lease's algorithm (0.1.0, 0.2.0 or 0.3.0
+//!   step order) as steps of concurrent sessions on a row, its lock and a clock; it refines
+//!   [`LeaseModel`] and checks inv01, inv07 and inv11 (a grant is not written
+//!   already expired) over server-time instants.
 //! - [`check`]: runs the model checker and reports ([`check::run`]).
 //! - [`mutation`]: the negative controls; [`invariant`]: the 11 invariants.
 

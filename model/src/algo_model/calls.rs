@@ -56,8 +56,11 @@ impl AlgoModel {
 
     /// Where a call starts, and where an attempt starts over.
     pub(super) fn first_pc(&self, kind: CallKind) -> Pc {
+        let renews_or_releases = matches!(kind, CallKind::Renew | CallKind::Release);
         if self.variant().clock_read_first() {
             Pc::ReadClock
+        } else if renews_or_releases && self.variant().failure_status_first() {
+            Pc::FailureStatus
         } else {
             first_statement(kind)
         }
@@ -68,8 +71,12 @@ impl AlgoModel {
             Pc::ReadClock => self.read_clock(s, me, n),
             Pc::Probe => self.probe(s, me, n),
             Pc::Write => self.attempt(s, me, false, n),
-            Pc::Blocked => self.attempt(s, me, true, n),
+            Pc::Blocked if self.variant().locks_before_recheck() && !self.inserts(s.call(me)) => {
+                self.lock_after_wait(s, me, n);
+            }
+            Pc::Blocked | Pc::Locked => self.attempt(s, me, true, n),
             Pc::FailureStatus => self.failure_status(s, me, n),
+            Pc::DateInsert => self.date_insert(s, me, n),
             Pc::Sleeping { .. } => {
                 s.call_mut(me).pc = self.first_pc(s.call(me).kind);
                 n.say(|| format!("s{me}: wakes up"));
@@ -86,10 +93,11 @@ impl AlgoModel {
         n.say(|| format!("s{me}: reads the clock: v_now = {now}"));
     }
 
-    /// The clock a probe or write decides with: 0.1.0's `v_now`, else the clock now (0.2.0
-    /// reads it after the probe's snapshot and inside the writing statement).
+    /// The clock a probe or write decides with: 0.1.0's `v_now`; the clock an INSERT's
+    /// VALUES read when it started (before any wait); else the clock now (0.2.0 and 0.3.0
+    /// read it after the probe's snapshot and, in an update, after any lock wait).
     pub(super) fn decision_clock(&self, s: &AlgoState, me: u8) -> u8 {
-        if self.variant().clock_read_first() {
+        if self.variant().clock_read_first() || self.inserts(s.call(me)) {
             s.call(me).clock
         } else {
             s.now
@@ -131,7 +139,6 @@ impl AlgoModel {
         }
     }
 
-    /// The write statement of the session's call, first try or after a lock wait.
     /// `_failure_status`: the status by precedence at the clock now, or None (try again).
     pub(super) fn failure_status<N: Narrate>(&self, s: &mut AlgoState, me: u8, n: &mut N) {
         let call = s.call(me);
@@ -150,10 +157,15 @@ impl AlgoModel {
                 });
             }
             None => {
-                s.call_mut(me).pc = self.first_pc(call.kind);
+                // 0.3.0 asks first, and locks the row (`_lock_live`) when nothing failed.
+                s.call_mut(me).pc = if self.variant().failure_status_first() {
+                    Pc::Write
+                } else {
+                    self.first_pc(call.kind)
+                };
                 n.say(|| {
                     format!(
-                        "s{me}: _failure_status sees {} (judged at {now}): retries",
+                        "s{me}: _failure_status sees {} (judged at {now}): tries the write",
                         show(row)
                     )
                 });
@@ -212,6 +224,21 @@ impl AlgoModel {
         } else if self.cfg.txn_calls > 0 {
             n.say(|| format!("s{me}: commits (nothing written)"));
         }
+    }
+
+    /// `ROLLBACK` of the session's explicit transaction: its versions are discarded, its row
+    /// lock released, its effects never enter the history. A session waiting for its
+    /// uncommitted insert then finds the key never leased again.
+    pub(super) fn rollback<N: Narrate>(&self, s: &mut AlgoState, me: u8, n: &mut N) {
+        let pending = s.lock.filter(|l| l.holder == me).and_then(|l| l.pending);
+        if pending.is_some() && s.committed.is_none() {
+            s.mark = Mark::InsertRolledBack;
+        }
+        self.abort(s, me);
+        n.say(|| match pending {
+            Some(row) => format!("s{me}: ROLLBACK (discards its uncommitted {row})"),
+            None => format!("s{me}: ROLLBACK"),
+        });
     }
 
     /// Ends the session's call and transaction at an error: nothing it did stays.
@@ -274,7 +301,10 @@ impl AlgoModel {
             None if self.cfg.txn_calls > 0 && sess.calls_left > 0 => {
                 actions.push(Action::Begin(me));
             }
-            Some(calls) if calls > 0 => actions.push(Action::Commit(me)),
+            Some(calls) if calls > 0 => {
+                actions.push(Action::Commit(me));
+                actions.push(Action::Rollback(me));
+            }
             _ => {}
         }
     }

@@ -15,26 +15,39 @@ pub const MAX_TXN_CALLS: usize = 2;
 pub const NO_RENEW_STALLED_BY_SLEEPER: &str =
     "waiters never stall a renew: no renew waits for the row lock of a sleeping acquire";
 
+/// Name of the property that a grant is dated by the server clock at its write (inv11's
+/// "a grant expires at server time + ttl"): no acquire writes a grant already expired.
+pub const NO_GRANT_EXPIRED_WHEN_WRITTEN: &str =
+    "inv11 time authority: no acquire writes a grant that has already expired";
+
 /// The step order modelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Variant {
     /// pg_lease 0.1.0 (`extension/released/pg_lease--0.1.0.sql`): the clock is read at the top of
     /// each attempt, before the probe and before any lock wait.
     V0_1_0,
-    /// pg_lease 0.2.0 (`extension/pg_lease--0.1.0--0.2.0.sql`): writes read the clock after
-    /// any lock wait, reads after their snapshot.
+    /// pg_lease 0.2.0 (`extension/pg_lease--0.1.0--0.2.0.sql`): updates read the clock after
+    /// any lock wait, reads after their snapshot; but the first grant's INSERT .. ON CONFLICT
+    /// DO NOTHING computes its `expires_at` in its VALUES, before it waits for another
+    /// transaction inserting the same key (issue 18).
     V0_2_0,
     /// 0.2.0 without the blocking acquire's subtransaction: a lost attempt keeps its row lock
     /// across the sleep (the harness's SQL mutant `lost_race_keeps_row_lock`).
     V0_2_0LostRaceKeepsLock,
+    /// pg_lease 0.3.0 (`extension/pg_lease--0.3.0.sql`): the first grant inserts, then reads
+    /// the clock and dates its row with a second write (after any wait for a concurrent
+    /// inserter); a call that waited for the row lock and lost its re-check rolls its
+    /// subtransaction back (keeps no lock); renew and release ask `_failure_status` first.
+    V0_3_0,
 }
 
 impl Variant {
     /// Every variant.
-    pub const ALL: [Variant; 3] = [
+    pub const ALL: [Variant; 4] = [
         Variant::V0_1_0,
         Variant::V0_2_0,
         Variant::V0_2_0LostRaceKeepsLock,
+        Variant::V0_3_0,
     ];
 
     /// The variant's name, as `leasecheck model --algo` takes it.
@@ -43,6 +56,7 @@ impl Variant {
             Variant::V0_1_0 => "0.1.0",
             Variant::V0_2_0 => "0.2.0",
             Variant::V0_2_0LostRaceKeepsLock => "0.2.0-lost-race-keeps-lock",
+            Variant::V0_3_0 => "0.3.0",
         }
     }
 
@@ -63,7 +77,26 @@ impl Variant {
             Variant::V0_1_0 => false,
             Variant::V0_2_0 => call != CallKind::Acquire { blocking: true },
             Variant::V0_2_0LostRaceKeepsLock => true,
+            Variant::V0_3_0 => false,
         }
+    }
+
+    /// 0.3.0's first grant: the INSERT (which may wait) is followed by a clock read and an
+    /// UPDATE that dates the inserted row's `expires_at` with it.
+    pub(super) fn dates_insert_after(self) -> bool {
+        self == Variant::V0_3_0
+    }
+
+    /// 0.3.0 waits for the row lock with a SELECT .. FOR NO KEY UPDATE of its own and
+    /// re-checks in the next statements, so its lock is visible to others before the
+    /// re-check (0.1.0 and 0.2.0 wait, lock and re-check inside the writing statement).
+    pub(super) fn locks_before_recheck(self) -> bool {
+        self == Variant::V0_3_0
+    }
+
+    /// 0.3.0's renew and release call `_failure_status` before they try to lock the row.
+    pub(super) fn failure_status_first(self) -> bool {
+        self == Variant::V0_3_0
     }
 }
 
@@ -107,12 +140,12 @@ pub struct AlgoConfig {
 }
 
 impl Default for AlgoConfig {
-    /// pg_lease 0.2.0; two sessions, three calls each, transactions of up to two calls, a
+    /// pg_lease 0.3.0; two sessions, three calls each, transactions of up to two calls, a
     /// lease of two ticks, a wait of one, the clock up to two (a lease can lapse), instant
     /// steps. Checked exhaustively by `cargo test`.
     fn default() -> Self {
         AlgoConfig {
-            variant: Variant::V0_2_0,
+            variant: Variant::V0_3_0,
             sessions: 2,
             max_time: 2,
             max_epoch: 3,

@@ -2,7 +2,8 @@
 //! the properties.
 
 use super::config::{
-    AlgoConfig, AlgoConfigError, Variant, MAX_EPOCH, MAX_SESSIONS, NO_RENEW_STALLED_BY_SLEEPER,
+    AlgoConfig, AlgoConfigError, Variant, MAX_EPOCH, MAX_SESSIONS, NO_GRANT_EXPIRED_WHEN_WRITTEN,
+    NO_RENEW_STALLED_BY_SLEEPER,
 };
 use super::state::*;
 use crate::invariant::Invariant;
@@ -69,6 +70,7 @@ impl AlgoModel {
             Action::Start(me, kind) => self.start(&mut next, me, kind, n),
             Action::Step(me) => self.step(&mut next, me, n),
             Action::Commit(me) => self.commit(&mut next, me, n),
+            Action::Rollback(me) => self.rollback(&mut next, me, n),
             Action::Tick => {
                 next.now += 1;
                 n.say(|| format!("tick: the clock reads {}", next.now));
@@ -148,6 +150,16 @@ impl AlgoModel {
         out
     }
 
+    /// Why `s` breaks inv11, in words.
+    pub fn explain_expired(&self, s: &AlgoState) -> Option<String> {
+        let g = s.expired_grant?;
+        Some(format!(
+            "inv11: grant e{} to s{} was written at {} with expires_at {} (dated by the clock \
+             at {}): already expired when its acquire returned",
+            g.epoch, g.owner, g.written_at, g.expires, g.start
+        ))
+    }
+
     /// Why `s` breaks inv01, in words.
     pub fn explain_overlap(&self, s: &AlgoState) -> Option<String> {
         let (e1, e2) = s.overlapping_grants()?;
@@ -203,6 +215,7 @@ impl Model for AlgoModel {
             grants: [None; MAX_EPOCH as usize + 1],
             lapse_seen: false,
             lapse_broken: false,
+            expired_grant: None,
             mark: Mark::None,
         }]
     }
@@ -257,6 +270,9 @@ pub fn properties(cfg: &AlgoConfig) -> Vec<Property<AlgoModel>> {
         Property::always(NO_RENEW_STALLED_BY_SLEEPER, |_, s: &AlgoState| {
             s.renew_stalled_by_sleeper().is_none()
         }),
+        Property::always(NO_GRANT_EXPIRED_WHEN_WRITTEN, |_, s: &AlgoState| {
+            s.expired_grant.is_none()
+        }),
         Property::sometimes(
             "sometimes: a grant after a lock wait",
             |_, s: &AlgoState| s.mark == Mark::GrantAfterWait,
@@ -282,6 +298,16 @@ pub fn properties(cfg: &AlgoConfig) -> Vec<Property<AlgoModel>> {
         p.push(Property::sometimes(
             "sometimes: a blocking acquire times out",
             |_, s: &AlgoState| s.mark == Mark::Timeout,
+        ));
+    }
+    if cfg.txn_calls > 0 {
+        p.push(Property::sometimes(
+            "sometimes: a transaction that inserted the key rolls back",
+            |_, s: &AlgoState| s.mark == Mark::InsertRolledBack,
+        ));
+        p.push(Property::sometimes(
+            "sometimes: an insert succeeds after waiting for a rolled-back insert",
+            |_, s: &AlgoState| s.mark == Mark::InsertAfterRolledBackInsert,
         ));
     }
     if cfg.inspects {

@@ -126,7 +126,11 @@ impl AlgoReport {
         }
         if let Some((last, _)) = path.last() {
             writeln!(f, "    last state: {}", self.model.describe(last))?;
-            if let Some(why) = self.model.explain_overlap(last) {
+            let why = [
+                self.model.explain_overlap(last),
+                self.model.explain_expired(last),
+            ];
+            for why in why.into_iter().flatten() {
                 writeln!(f, "    {why}")?;
             }
         }

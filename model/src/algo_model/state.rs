@@ -72,8 +72,15 @@ pub enum Pc {
     Write,
     /// the writing statement, waiting for another transaction's row lock
     Blocked,
-    /// renew/release: `_failure_status` after a write that matched no row
+    /// renew/release: `_failure_status` after a write that matched no row (0.3.0: also
+    /// first, before the write)
     FailureStatus,
+    /// 0.3.0: a SELECT .. FOR NO KEY UPDATE that waited holds the row lock (in a
+    /// subtransaction); the re-check at the clock follows
+    Locked,
+    /// 0.3.0's first grant, after its INSERT: read the clock and UPDATE the inserted row's
+    /// `expires_at` with it
+    DateInsert,
     /// a blocking acquire's `pg_sleep`, entered at tick `since`
     Sleeping { since: u8 },
     /// inspect's SELECT
@@ -164,6 +171,23 @@ pub enum Mark {
     GrantAfterSleep,
     InspectLapsed,
     Timeout,
+    /// an INSERT that waited for another transaction's insert of the key inserted (that
+    /// transaction rolled back)
+    InsertAfterRolledBackInsert,
+    /// a transaction that had inserted the key rolled back
+    InsertRolledBack,
+}
+
+/// A grant written with an expiry at or before the clock of its write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ExpiredGrant {
+    pub owner: u8,
+    pub epoch: u8,
+    /// the clock value its expiry was computed from
+    pub start: u8,
+    pub expires: u8,
+    /// the clock when it was written
+    pub written_at: u8,
 }
 
 /// A state of the algorithm model.
@@ -181,6 +205,8 @@ pub struct AlgoState {
     pub lapse_seen: bool,
     /// inv07 broke: a renew/release succeeded on a lapsed grant
     pub lapse_broken: bool,
+    /// inv11 broke: an acquire wrote a grant already expired
+    pub expired_grant: Option<ExpiredGrant>,
     pub mark: Mark,
 }
 
@@ -236,9 +262,9 @@ impl AlgoState {
         })
     }
 
-    /// The history already breaks inv01 or inv07 (and keeps breaking it).
+    /// The history already breaks inv01, inv07 or inv11 (and keeps breaking it).
     pub fn breaks_safety(&self) -> bool {
-        self.lapse_broken || self.overlapping_grants().is_some()
+        self.lapse_broken || self.expired_grant.is_some() || self.overlapping_grants().is_some()
     }
 
     /// A session whose renew waits for the lock of a session asleep in a blocking acquire:
@@ -274,6 +300,8 @@ pub enum Action {
     Step(u8),
     /// `COMMIT` the session's explicit transaction
     Commit(u8),
+    /// `ROLLBACK` the session's explicit transaction: its writes are discarded
+    Rollback(u8),
     /// the clock advances one tick
     Tick,
 }

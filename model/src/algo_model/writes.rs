@@ -44,13 +44,29 @@ pub(super) fn checks(waited: bool) -> &'static str {
 }
 
 impl AlgoModel {
+    /// The write statement of the session's call, first try or after a lock wait.
     pub(super) fn attempt<N: Narrate>(&self, s: &mut AlgoState, me: u8, waited: bool, n: &mut N) {
+        if !waited && self.inserts(s.call(me)) {
+            // The INSERT's VALUES compute `expires_at` as the statement starts, before any
+            // wait for a concurrent inserter.
+            s.call_mut(me).clock = s.now;
+        }
         let clock = self.decision_clock(s, me);
         match self.plan(s, me) {
             Attempt::Wait => {
+                let inserts = self.inserts(s.call(me));
                 s.call_mut(me).pc = Pc::Blocked;
                 let holder = s.lock.map_or(me, |l| l.holder);
-                n.say(|| format!("s{me}: waits for s{holder}'s row lock"));
+                n.say(|| {
+                    if inserts {
+                        format!(
+                            "s{me}: INSERT (VALUES dated at {clock}) waits for s{holder}'s \
+                             uncommitted insert of the key"
+                        )
+                    } else {
+                        format!("s{me}: waits for s{holder}'s row lock")
+                    }
+                });
             }
             Attempt::Write(row, event) => self.write(s, me, waited, row, event, n),
             Attempt::Miss => self.missed(s, me, waited, clock, n),
@@ -73,7 +89,8 @@ impl AlgoModel {
         }
     }
 
-    /// 0.2.0's INSERT .. ON CONFLICT DO NOTHING (a key its probe found never leased).
+    /// 0.2.0's and 0.3.0's INSERT .. ON CONFLICT DO NOTHING (a key its probe found never
+    /// leased).
     pub(super) fn inserts(&self, call: Call) -> bool {
         matches!(call.kind, CallKind::Acquire { .. })
             && !self.variant().clock_read_first()
@@ -121,8 +138,12 @@ impl AlgoModel {
         }
     }
 
-    /// 0.2.0 `_take` of a row the probe saw: UPDATE .. WHERE free or lapsed at the
-    /// statement's clock; it waits only for a row its snapshot version matches.
+    /// `_take` of a row the probe saw. 0.2.0: UPDATE .. WHERE free or lapsed at the
+    /// statement's clock; it waits only for a row its snapshot version matches. 0.3.0: the
+    /// same decisions in other statements: SELECT .. FOR NO KEY UPDATE SKIP LOCKED of the
+    /// row if free or lapsed (then the clock, then the UPDATE), else a plain SELECT: live
+    /// means lost (nothing locked), else it waits for the lock in a subtransaction,
+    /// re-checks at the clock after the wait and rolls back when the key was taken.
     pub(super) fn plan_take_update(&self, s: &AlgoState, me: u8, clock: u8) -> Attempt {
         match s.visible(me) {
             Some(r) if r.takeable_at(clock) && s.locked_by_other(me) => Attempt::Wait,
@@ -131,8 +152,9 @@ impl AlgoModel {
         }
     }
 
-    /// 0.2.0 `_take` of a key the probe found never leased: INSERT .. ON CONFLICT DO
-    /// NOTHING; it waits for another transaction's uncommitted write only.
+    /// `_take` of a key the probe found never leased: INSERT .. ON CONFLICT DO NOTHING; it
+    /// waits for another transaction's uncommitted write only, and inserts after all when
+    /// that transaction rolled back. `clock` is the one its VALUES read as it started.
     pub(super) fn plan_take_insert(&self, s: &AlgoState, me: u8, clock: u8) -> Attempt {
         match s.visible(me) {
             Some(_) => Attempt::Miss,
@@ -142,7 +164,11 @@ impl AlgoModel {
     }
 
     /// renew/release: UPDATE .. WHERE owner, epoch and live at `clock`; it waits only for a
-    /// row its snapshot version matches.
+    /// row its snapshot version matches. 0.3.0's `_lock_live` decides alike in other
+    /// statements: SELECT .. FOR NO KEY UPDATE SKIP LOCKED of the live lease (then the
+    /// clock, then the UPDATE); if not locked at once and `_failure_status` names no failure,
+    /// it waits for the lock in a subtransaction, re-checks at the clock after the wait and
+    /// rolls back when the lease changed.
     pub(super) fn plan_update(&self, s: &AlgoState, me: u8, call: Call, clock: u8) -> Attempt {
         let Some(r) = s
             .visible(me)
@@ -185,8 +211,23 @@ impl AlgoModel {
     ) {
         let base = s.visible(me);
         let clock = self.decision_clock(s, me);
+        let call = s.call(me);
+        s.mark = self.write_mark(call, waited, base, event);
+        if self.inserts(call) && self.variant().dates_insert_after() {
+            // 0.3.0: the inserted version still carries the VALUES' expiry; the next step
+            // dates it.
+            s.lock = Some(Lock {
+                holder: me,
+                pending: Some(row),
+            });
+            s.call_mut(me).pc = Pc::DateInsert;
+            n.say(|| {
+                let how = checks(waited);
+                format!("s{me}: {how} never-leased and inserts {row} (VALUES dated at {clock})")
+            });
+            return;
+        }
         check_revival(s, me, event);
-        s.mark = self.write_mark(s.call(me), waited, base, event);
         stage(s, me, row, event);
         n.say(|| {
             let how = checks(waited);
@@ -208,7 +249,9 @@ impl AlgoModel {
         if !matches!(event, Event::Grant { .. }) {
             return Mark::None;
         }
-        if waited {
+        if waited && base.is_none() {
+            Mark::InsertAfterRolledBackInsert
+        } else if waited {
             Mark::GrantAfterWait
         } else if call.slept {
             Mark::GrantAfterSleep
@@ -235,11 +278,15 @@ impl AlgoModel {
         } else {
             LockFate::NotTaken
         };
-        if fate == LockFate::Kept && s.lock.is_none() {
-            s.lock = Some(Lock {
-                holder: me,
-                pending: None,
-            });
+        let lock_only = Some(Lock {
+            holder: me,
+            pending: None,
+        });
+        match fate {
+            LockFate::Kept if s.lock.is_none() => s.lock = lock_only,
+            // 0.3.0 took the lock in the subtransaction it now rolls back.
+            LockFate::RolledBack if s.lock == lock_only => s.lock = None,
+            _ => {}
         }
         if waited {
             s.mark = Mark::LostRaceAfterWait;
@@ -257,6 +304,40 @@ impl AlgoModel {
             CallKind::Acquire { .. } => self.first_pc(call.kind),
             _ => Pc::FailureStatus,
         };
+    }
+
+    /// 0.3.0, once the lock it waited for is free: its SELECT .. FOR NO KEY UPDATE (in a
+    /// subtransaction) locks the latest version; the re-check is the next step.
+    pub(super) fn lock_after_wait<N: Narrate>(&self, s: &mut AlgoState, me: u8, n: &mut N) {
+        s.lock = Some(Lock {
+            holder: me,
+            pending: None,
+        });
+        s.call_mut(me).pc = Pc::Locked;
+        n.say(|| format!("s{me}: after the wait, locks the row (in a subtransaction)"));
+    }
+
+    /// 0.3.0's first grant after its INSERT: `v_now := clock_timestamp()`, then an UPDATE of
+    /// its own inserted row (a second version; no wait: the row is its own) sets
+    /// `expires_at = v_now + ttl`.
+    pub(super) fn date_insert<N: Narrate>(&self, s: &mut AlgoState, me: u8, n: &mut N) {
+        let now = s.now;
+        let inserted = s
+            .visible(me)
+            .expect("a session dating its insert sees its inserted row");
+        let expires = now + self.cfg.ttl;
+        let row = Row {
+            expires,
+            ..inserted
+        };
+        let event = Event::Grant {
+            epoch: row.epoch,
+            start: now,
+            expires,
+        };
+        stage(s, me, row, event);
+        n.say(|| format!("s{me}: reads the clock: v_now = {now}; dates its row: {row}"));
+        self.finish(s, me, n, || event_result(event));
     }
 
     /// What becomes of the row lock when a write of `call` waited and then matched no row:
@@ -285,7 +366,25 @@ pub(super) fn check_revival(s: &mut AlgoState, me: u8, event: Event) {
 }
 
 /// The session's transaction writes `row` (uncommitted, under the row lock) meaning `event`.
+/// A grant whose expiry is not after the clock of its write breaks inv11 (its acquire
+/// returns a lease that has already expired).
 pub(super) fn stage(s: &mut AlgoState, me: u8, row: Row, event: Event) {
+    if let Event::Grant {
+        epoch,
+        start,
+        expires,
+    } = event
+    {
+        if expires <= s.now {
+            s.expired_grant = Some(ExpiredGrant {
+                owner: me,
+                epoch,
+                start,
+                expires,
+                written_at: s.now,
+            });
+        }
+    }
     s.lock = Some(Lock {
         holder: me,
         pending: Some(row),
