@@ -217,6 +217,71 @@ fn v0_3_0_dates_a_first_grant_after_waiting_for_a_rolled_back_insert() {
         .is_some_and(|r| r.expires == 4 && r.owner == Some(0)));
 }
 
+/// Plays `action` on `s`, which must enable it.
+fn play(model: &AlgoModel, s: &AlgoState, action: Action) -> AlgoState {
+    let mut enabled = Vec::new();
+    model.actions(s, &mut enabled);
+    assert!(enabled.contains(&action), "{action:?} not enabled in {s:?}");
+    model.next_state(s, action).expect("a successor")
+}
+
+/// s0 holds e1, renews it inside a transaction at 1; at 2 s1 (inside a transaction) finds the
+/// committed version lapsed and waits for s0's row lock; s0 commits the renew; s1's re-check
+/// after the wait fails and its non-blocking acquire is denied. Returns the state once s1's
+/// call has returned, its transaction still open.
+fn lost_recheck_in_a_transaction(variant: Variant) -> AlgoState {
+    let model = AlgoModel::new(AlgoConfig::of(variant)).expect("valid config");
+    let nonblocking = CallKind::Acquire { blocking: false };
+    let mut s = model.init_states().remove(0);
+    let finish = |mut s: AlgoState, who: u8| {
+        while s.sessions[usize::from(who)].call.is_some() {
+            s = play(&model, &s, Action::Step(who));
+        }
+        s
+    };
+    s = finish(play(&model, &s, Action::Start(0, nonblocking)), 0);
+    for action in [Action::Tick, Action::Begin(0)] {
+        s = play(&model, &s, action);
+    }
+    s = finish(play(&model, &s, Action::Start(0, CallKind::Renew)), 0);
+    for action in [
+        Action::Tick,
+        Action::Begin(1),
+        Action::Start(1, nonblocking),
+    ] {
+        s = play(&model, &s, action);
+    }
+    while s.sessions[1].call.is_some_and(|c| c.pc != Pc::Blocked) {
+        s = play(&model, &s, Action::Step(1));
+    }
+    s = play(&model, &s, Action::Commit(0));
+    assert!(s
+        .committed
+        .is_some_and(|r| r.owner == Some(0) && r.expires == 3));
+    s = finish(s, 1);
+    assert!(
+        s.sessions[1].txn_calls.is_some(),
+        "s1's transaction is still open"
+    );
+    assert_eq!(s.grants[2], None, "s1 was not granted");
+    s
+}
+
+/// 0.3.0 rolls back the subtransaction in which a lost re-check took the row lock: the
+/// denied acquire's transaction keeps no lock. 0.2.0 (the control) keeps it until that
+/// transaction ends.
+#[test]
+fn v0_3_0_keeps_no_lock_after_a_lost_recheck() {
+    let s = lost_recheck_in_a_transaction(Variant::V0_3_0);
+    assert_eq!(s.lock, None, "0.3.0 kept a lock");
+    let s = lost_recheck_in_a_transaction(Variant::V0_2_0);
+    assert!(
+        s.lock.is_some_and(|l| l.holder == 1 && l.pending.is_none()),
+        "0.2.0 does not keep the lost race's lock: {:?}",
+        s.lock
+    );
+}
+
 /// Negative control: 0.2.0's INSERT dates the first grant with the clock of its VALUES, read
 /// before it waits for another transaction inserting the key; when that transaction rolls
 /// back, the insert goes ahead with the stale expiry.
