@@ -8,8 +8,9 @@
 //! steps and clock ticks interleave between them. The invariants are stated over server-time
 //! instants, on the history of committed grants: a grant is valid from its effective instant
 //! (the clock value its `expires_at = clock + ttl` was computed from) until its release
-//! instant or its expiry. A grant is also dated by the clock of its write: its acquire never
-//! returns a lease already expired (inv11's "a grant expires at server time + ttl").
+//! instant or its expiry. The model also checks that a grant is dated by the clock of its
+//! write: no acquire writes a lease already expired (inv11's "a grant expires at server time
+//! + ttl").
 //!
 //! Step orders (one key, READ COMMITTED; a session reads its own uncommitted version, else
 //! the committed one):
@@ -56,10 +57,11 @@
 //! re-checks the latest committed version, and an UPDATE that then fails keeps the row lock
 //! (PostgreSQL locks the latest version before re-checking it) until its (sub)transaction
 //! ends. A timeout (57014) aborts the call's transaction at the error; a session may
-//! `ROLLBACK` its explicit transaction (its versions are discarded: a waiter for its insert
-//! then inserts itself). A waiter may be
-//! overtaken by a session that takes the freed lock first (a superset of PostgreSQL's
-//! lock queue).
+//! `ROLLBACK` its explicit transaction between calls (its versions are discarded: a waiter
+//! for its insert then inserts itself). A waiter may be overtaken by a session that takes
+//! the freed lock first (a superset of PostgreSQL's lock queue). 0.3.0's statements between
+//! taking a lock and the write that uses it (SKIP LOCKED, the clock read, the UPDATE) wait
+//! for nothing and are one step.
 //!
 //! Time ([`Timing`]): with [`Timing::InstantSteps`] a running call's steps take no time: the
 //! clock ticks only while every session is idle, idle in a transaction, blocked on the row
@@ -67,6 +69,11 @@
 //! waits stretch the gap between a clock read and the write that uses it.
 //! [`Timing::SlowSteps`] lets the clock tick between any two steps. An autocommit call
 //! commits in its last step.
+//!
+//! Files: `config` (variants, timing, bounds), `state` (rows, lock, sessions, history),
+//! `model` (transitions, traces, shortest counterexamples, the properties), `calls` (the
+//! per-call steps and transaction ends), `writes` (the writing statements, waits and
+//! re-checks), `report` ([`run`] and [`AlgoReport`]).
 
 mod calls;
 mod config;
