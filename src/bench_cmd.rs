@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
     /// PostgreSQL major to run against (14 or 15, or any installed major).
-    #[arg(long = "pg", default_value_t = 15)]
+    #[arg(long = "pg", default_value_t = harness::pg::DEFAULT_MAJOR)]
     major: u32,
     /// A few seconds per point (1 s warm-up, 1 s measured, 1 repeat, 10 wake samples).
     #[arg(long)]

@@ -35,7 +35,7 @@ pub enum Mode {
 #[derive(Debug, Clone, clap::Args)]
 pub struct CheckArgs {
     /// PostgreSQL major; fetched if not installed.
-    #[arg(long = "pg", default_value_t = 15)]
+    #[arg(long = "pg", default_value_t = harness::pg::DEFAULT_MAJOR)]
     pub major: u32,
     /// pg_lease, or mutant:NAME for one of the SQL mutants.
     #[arg(long, default_value = "pg_lease")]

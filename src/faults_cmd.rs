@@ -18,7 +18,7 @@ pub struct FaultsArgs {
     #[arg(long = "fault", value_name = "NAME")]
     pub faults: Vec<Fault>,
     /// PostgreSQL major; fetched if not installed.
-    #[arg(long = "pg", default_value_t = 15)]
+    #[arg(long = "pg", default_value_t = harness::pg::DEFAULT_MAJOR)]
     pub major: u32,
     /// Also run each check's negative control (it must fail by the failure it names).
     #[arg(long)]

@@ -83,7 +83,11 @@ pub fn ensure_daemon() -> anyhow::Result<()> {
 
 fn build(args: &BuildArgs) -> anyhow::Result<()> {
     if harness::pg::pinned(args.major).is_none() {
-        bail!("PostgreSQL {} is not supported (14-18)", args.major);
+        bail!(
+            "PostgreSQL {} is not supported ({})",
+            args.major,
+            harness::pg::majors::supported_range()
+        );
     }
     ensure_daemon()?;
     if args.official {
@@ -245,14 +249,15 @@ exec setpriv --reuid=postgres --regid=postgres --init-groups \
 /// The Dockerfile of `major`: PostgreSQL 15 from Debian, others from the pinned build
 /// copied into the context as `pg/`.
 fn dockerfile(major: u32) -> String {
-    let debian = major == 15;
+    let debian_major = harness::pg::DEFAULT_MAJOR;
+    let debian = major == debian_major;
     let packages = if debian {
-        "make postgresql-client-15 postgresql-15"
+        format!("make postgresql-client-{debian_major} postgresql-{debian_major}")
     } else {
-        "make postgresql-client-15"
+        format!("make postgresql-client-{debian_major}")
     };
     let bin = if debian {
-        "/usr/lib/postgresql/15/bin".to_string()
+        format!("/usr/lib/postgresql/{debian_major}/bin")
     } else {
         format!("/opt/leasecheck/pg{major}/bin")
     };

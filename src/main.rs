@@ -73,7 +73,7 @@ enum Command {
 #[derive(Debug, clap::Args, Default)]
 struct RunArgs {
     /// PostgreSQL major(s) to run against (repeatable); fetched if not installed.
-    #[arg(long = "pg", default_value = "15")]
+    #[arg(long = "pg", default_values_t = [harness::pg::DEFAULT_MAJOR])]
     majors: Vec<u32>,
     /// Only the checks whose name contains this text.
     #[arg(long)]
@@ -83,7 +83,7 @@ struct RunArgs {
 #[derive(Debug, clap::Args)]
 struct InstallcheckArgs {
     /// PostgreSQL major(s) to run against (repeatable); fetched if not installed.
-    #[arg(long = "pg", default_value = "15")]
+    #[arg(long = "pg", default_values_t = [harness::pg::DEFAULT_MAJOR])]
     majors: Vec<u32>,
     /// The extension source directory (with Makefile, sql/, expected/, specs/).
     #[arg(long)]

@@ -25,7 +25,7 @@ pub const EXIT_INFRASTRUCTURE: i32 = 2;
 #[derive(Debug, Clone, clap::Args)]
 pub struct MutantsArgs {
     /// PostgreSQL major(s) (repeatable); fetched if not installed.
-    #[arg(long = "pg", default_value = "15")]
+    #[arg(long = "pg", default_values_t = [harness::pg::DEFAULT_MAJOR])]
     pub majors: Vec<u32>,
     /// Only these mutants (repeatable) [default: the whole catalogue].
     #[arg(long = "mutant", value_name = "NAME")]

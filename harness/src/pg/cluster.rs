@@ -852,7 +852,8 @@ pub fn shared(major: u32) -> Result<&'static Cluster> {
     Ok(cluster)
 }
 
-/// The majors the tests run against: `LEASECHECK_PG_MAJORS` (comma separated), default 15 and 14.
+/// The majors the tests run against: `LEASECHECK_PG_MAJORS` (comma separated), default
+/// [`super::majors::DEFAULT_TEST_MAJORS`].
 pub fn test_majors() -> Vec<u32> {
     std::env::var("LEASECHECK_PG_MAJORS")
         .ok()
@@ -862,5 +863,5 @@ pub fn test_majors() -> Vec<u32> {
                 .collect::<Vec<u32>>()
         })
         .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| vec![15, 14])
+        .unwrap_or_else(|| super::majors::DEFAULT_TEST_MAJORS.to_vec())
 }

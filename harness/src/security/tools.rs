@@ -2,7 +2,7 @@
 //!
 //! The install under test provides them when it has them. A build without client programs
 //! (the fetched builds have only the server) uses the fetched client programs of its major
-//! (`pg::CLIENT_PROGRAMS`, 16-18), else borrows those of a newer installed major:
+//! (`pg::majors`, 16-18), else borrows those of a newer installed major:
 //! `pg_dump` dumps older servers, and its archive restores into them for the objects pg_lease
 //! has (a schema, a table, functions, an extension).
 
@@ -102,7 +102,7 @@ impl ClientTools {
                 });
             }
         }
-        for major in server + 1..=18 {
+        for major in crate::pg::majors::supported().filter(|&m| m > server) {
             // A server install of that major, or its client programs alone (Debian's
             // postgresql-client-NN installs them without a server).
             let dirs = PgInstall::find(major)
