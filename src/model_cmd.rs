@@ -73,8 +73,9 @@ pub struct ModelArgs {
     #[arg(long, conflicts_with = "mutation")]
     pub negative_controls: bool,
     /// Check the algorithm model (model::algo_model: the calls' steps interleaved across
-    /// sessions) of pg_lease VERSION instead of the contract model: 0.1.0, 0.2.0 or
-    /// 0.2.0-lost-race-keeps-lock. Takes --clients (sessions, 1-3) and --max-time; fails when
+    /// sessions) of pg_lease VERSION instead of the contract model: 0.3.0 (this checkout's),
+    /// 0.2.0, 0.1.0 or 0.2.0-lost-race-keeps-lock (the older ones fail: their counterexamples
+    /// are the bugs 0.3.0 fixed). Takes --clients (sessions, 1-3) and --max-time; fails when
     /// a property fails, printing a shortest counterexample.
     #[arg(long, value_name = "VERSION", conflicts_with_all = ["mutation", "negative_controls", "serve"])]
     pub algo: Option<String>,
