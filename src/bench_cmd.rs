@@ -50,11 +50,6 @@ pub struct BenchArgs {
     threshold: f64,
 }
 
-/// Exit status when the comparison found a regression.
-pub const EXIT_REGRESSED: i32 = 1;
-/// Exit status when the bench could not run (nothing was measured or compared).
-pub const EXIT_INFRASTRUCTURE: i32 = 2;
-
 pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
     if let Some(dir) = &args.render {
         let result =
@@ -114,7 +109,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
                 .map(|d| d.to_string())
                 .unwrap_or_default()
         );
-        return Ok(EXIT_REGRESSED);
+        return Ok(model::Exit::Finding.code());
     }
     Ok(crate::EXIT_OK)
 }

@@ -15,10 +15,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Exit status when the campaign could not run: like an unknown verdict, no pass, and
-/// never a violation.
-pub const EXIT_INFRASTRUCTURE: i32 = 2;
-
 /// How processes run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mode {
@@ -274,7 +270,7 @@ fn run_free(args: &CheckArgs, seed: u64, dir: &Path) -> anyhow::Result<i32> {
     files.print_timeline(timeline);
     print_figures(&report.figures);
     files.print_paths(&report, seed);
-    Ok(report.outcome.exit_code())
+    Ok(report.outcome.exit().code())
 }
 
 fn print_figures(f: &campaign::Figures) {
@@ -321,7 +317,7 @@ impl RunFiles {
         verdict: Option<&model::Verdict>,
         title: &str,
     ) -> anyhow::Result<Option<&'static str>> {
-        let finding = report.outcome.exit_code() == 1;
+        let finding = report.outcome.exit() == model::Exit::Finding;
         let (Some(history), true) = (report.history.as_ref(), asked || finding) else {
             return Ok(None);
         };

@@ -10,10 +10,6 @@ use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Exit status when the history cannot be read: like an unknown verdict, it is no pass,
-/// and it must not look like a violation found in the history.
-pub const EXIT_UNREADABLE: i32 = 2;
-
 /// Judge a recorded history: exit 0 linearizable, 1 violation, 2 unknown or unreadable.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CheckHistoryArgs {
@@ -50,7 +46,7 @@ pub fn run(args: &CheckHistoryArgs) -> anyhow::Result<i32> {
     let history = read(&args.file)?;
     let verdict = check(&history, &args.options());
     print_verdict(&verdict)?;
-    Ok(verdict.exit_code())
+    Ok(verdict.exit().code())
 }
 
 /// Prints the verdict on stdout. A reader that closed the pipe early (`| head -1`) has

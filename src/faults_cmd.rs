@@ -28,9 +28,6 @@ pub struct FaultsArgs {
     pub list: bool,
 }
 
-/// Exit status when a check could not run (no pass, and no finding).
-pub const EXIT_INFRASTRUCTURE: i32 = 2;
-
 fn list() {
     for fault in Fault::ALL {
         let defends: Vec<String> = fault.defends().iter().map(|i| i.to_string()).collect();
@@ -114,8 +111,9 @@ fn summarise(runs: &[CheckRun]) -> i32 {
         runs.iter().map(|r| r.duration.as_secs_f64()).sum::<f64>()
     );
     match (failed, infra) {
-        (0, 0) => 0,
-        (0, _) => EXIT_INFRASTRUCTURE,
-        _ => 1,
+        (0, 0) => model::Exit::Passed,
+        (0, _) => model::Exit::NoVerdict,
+        _ => model::Exit::Finding,
     }
+    .code()
 }

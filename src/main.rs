@@ -90,10 +90,8 @@ struct InstallcheckArgs {
     extension_dir: Option<PathBuf>,
 }
 
-/// Exit status of a command that did what it was asked.
-pub(crate) const EXIT_OK: i32 = 0;
-/// Exit status of a command that failed (check-history has its own, see below).
-const EXIT_FAILED: i32 = 1;
+/// Exit status of a command that did what it was asked (model::exit lists every status).
+pub(crate) const EXIT_OK: i32 = model::Exit::Passed.code();
 
 fn main() {
     let cli = Cli::parse();
@@ -105,18 +103,25 @@ fn main() {
             None => unreachable!("parsing `leasecheck gate` gives the gate command"),
         },
     };
-    // An unreadable history is not a violation found in it: check-history keeps 1 for that.
+    // A judging command that errs out judged nothing: no verdict, never a finding (an
+    // unreadable history is not a violation found in it, a bench that could not run is no
+    // regression). The other commands have one way to fail.
     let failed = match command {
-        Command::CheckHistory(_) => check_history_cmd::EXIT_UNREADABLE,
-        // A campaign that could not run is no finding about the target.
-        Command::Check(_) => check_cmd::EXIT_INFRASTRUCTURE,
-        Command::Gate(_) => gate::EXIT_INFRASTRUCTURE,
-        Command::Mutants(_) => mutants_cmd::EXIT_INFRASTRUCTURE,
-        // A bench that could not run is no regression.
-        Command::Bench(_) => bench_cmd::EXIT_INFRASTRUCTURE,
-        Command::Faults(_) => faults_cmd::EXIT_INFRASTRUCTURE,
-        _ => EXIT_FAILED,
-    };
+        Command::CheckHistory(_)
+        | Command::Check(_)
+        | Command::Gate(_)
+        | Command::Mutants(_)
+        | Command::Bench(_)
+        | Command::Faults(_) => model::Exit::NoVerdict,
+        Command::Run(_)
+        | Command::Installcheck(_)
+        | Command::FetchPg { .. }
+        | Command::FindPg { .. }
+        | Command::Model(_)
+        | Command::Image(_)
+        | Command::ExportRelease { .. } => model::Exit::Finding,
+    }
+    .code();
     match real_main(command) {
         Ok(code) => std::process::exit(code),
         Err(err) => {

@@ -12,12 +12,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// Exit status when a mutant survived or the control had a finding.
-const EXIT_SURVIVED: i32 = 1;
-/// Exit status when a hunt could not run (a mutant that does not install, a hang): no
-/// verdict about the catalogue.
-pub const EXIT_INFRASTRUCTURE: i32 = 2;
-
 /// Hunt the SQL mutants with history campaigns: each must be killed by a verdict naming its
 /// invariant (or, for lock behaviour, a stall), and pg_lease must pass the same campaigns.
 /// Exit 0 all killed and the control clean, 1 a survivor or a finding on pg_lease, 2 an
@@ -222,13 +216,16 @@ impl Outcome {
 
     fn exit_code(&self) -> i32 {
         let infra = |r: &HuntReport| matches!(r.status, Status::Infrastructure(_));
+        // A hunt that could not run (a mutant that does not install, a hang) says nothing
+        // about the catalogue, whatever the others found.
         if self.hunts.iter().any(infra) || infra(&self.control) {
-            EXIT_INFRASTRUCTURE
+            model::Exit::NoVerdict
         } else if self.killed() < self.hunts.len() || self.control.status != Status::Survived {
-            EXIT_SURVIVED
+            model::Exit::Finding
         } else {
-            0
+            model::Exit::Passed
         }
+        .code()
     }
 }
 

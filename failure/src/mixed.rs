@@ -52,11 +52,11 @@ impl MixedReport {
     }
 
     /// 0 linearizable, 1 a finding, 2 unknown or infrastructure.
-    pub fn exit_code(&self) -> i32 {
+    pub fn exit(&self) -> model::Exit {
         match self.verdict_name() {
-            "linearizable" => 0,
-            "violation" | "malformed" => 1,
-            _ => 2,
+            "linearizable" => model::Exit::Passed,
+            "violation" | "malformed" => model::Exit::Finding,
+            _ => model::Exit::NoVerdict,
         }
     }
 

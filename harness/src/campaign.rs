@@ -307,14 +307,14 @@ impl Outcome {
 
     /// Exit status convention: 0 linearizable, 1 a finding (violation, stall, malformed
     /// answer), 2 unknown or an infrastructure failure.
-    pub fn exit_code(&self) -> i32 {
+    pub fn exit(&self) -> model::Exit {
         match self {
-            Outcome::Linearizable(_) => 0,
+            Outcome::Linearizable(_) => model::Exit::Passed,
             Outcome::Violation(_)
             | Outcome::Stall(_)
             | Outcome::Malformed { .. }
-            | Outcome::Hang { .. } => 1,
-            Outcome::Unknown(_) | Outcome::Infrastructure(_) => 2,
+            | Outcome::Hang { .. } => model::Exit::Finding,
+            Outcome::Unknown(_) | Outcome::Infrastructure(_) => model::Exit::NoVerdict,
         }
     }
 
@@ -970,7 +970,7 @@ pub fn verdict_json_of(
         "format": "leasecheck-verdict",
         "version": 1,
         "verdict": report.outcome.name(),
-        "exit_status": report.outcome.exit_code(),
+        "exit_status": report.outcome.exit().code(),
         "summary": report.outcome.to_string().lines().next().unwrap_or_default(),
         "invariant": invariant,
         "keys": keys,

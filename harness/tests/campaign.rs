@@ -422,7 +422,7 @@ async fn a_campaign_that_cannot_run_is_an_infrastructure_failure() {
             "{}",
             report.outcome
         );
-        assert_eq!(report.outcome.exit_code(), 2);
+        assert_eq!(report.outcome.exit(), model::Exit::NoVerdict);
         let verdict = campaign::verdict_json(&report, &c, None);
         assert_eq!(verdict["verdict"], "infrastructure");
         assert_eq!(verdict["invariant"], serde_json::Value::Null);

@@ -285,7 +285,7 @@ fn a_step_blocked_outside_the_plan_is_cancelled_and_reported_as_a_hang() {
         }
         other => panic!("not a hang: {other}"),
     }
-    assert_eq!(report.run.outcome.exit_code(), 2);
+    assert_eq!(report.run.outcome.exit(), model::Exit::NoVerdict);
     assert!(report.run.outcome.to_string().contains("lease.inspect("));
     // The margin: the timeout, the monitor's polls (10 ms) and the cancel's round trip;
     // far below the recorder's own 10 s call timeout.
@@ -483,7 +483,7 @@ fn the_lock_behaviour_mutants_are_caught_as_stalls() {
             (renew, waiter_step),
             "{mutant}: {stall}"
         );
-        assert_eq!(report.run.outcome.exit_code(), 1);
+        assert_eq!(report.run.outcome.exit(), model::Exit::Finding);
         // What the history alone shows: nothing (the renew answered ok, only late).
         assert!(
             report.verdict.as_ref().is_some_and(|v| v.is_linearizable()),

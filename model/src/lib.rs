@@ -20,6 +20,7 @@
 pub mod algo_model;
 pub mod check;
 pub mod checker;
+pub mod exit;
 pub mod fate;
 pub mod gen;
 pub mod history;
@@ -32,6 +33,7 @@ pub mod time;
 pub use algo_model::{AlgoConfig, AlgoConfigError, AlgoModel, AlgoReport, Timing, Variant};
 pub use check::{Config, ConfigError, PropertyResult, Report, RunOptions, Strategy};
 pub use checker::{Budget, CheckOptions, Verdict};
+pub use exit::Exit;
 pub use history::{
     History, Isolation, Nanos, NemesisEffect, NemesisRecord, OpId, OpRecord, OpResult, ProcessId,
     TxnEnd, TxnId, TxnRecord,

@@ -121,7 +121,7 @@ fn run_plans(
         let plan = Plan::from_seed(config, seed.wrapping_add(k))?;
         let report = runtime.block_on(stepped::run(stage, &plan, options, bar.clone()));
         bar.0.inc(1);
-        let stop = report.run.outcome.exit_code() != 0;
+        let stop = report.run.outcome.exit() != model::Exit::Passed;
         last = Some((plan, report, k + 1));
         if stop {
             break;
@@ -151,7 +151,7 @@ fn write_out(
     }
     files.write_verdict(&verdict)?;
     let outcome = &report.run.outcome;
-    if outcome.exit_code() != 0 || args.plans.unwrap_or(1) == 1 {
+    if outcome.exit() != model::Exit::Passed || args.plans.unwrap_or(1) == 1 {
         print!("{plan}");
     }
     println!("{outcome}");
@@ -159,5 +159,5 @@ fn write_out(
     print_figures(&report.run.figures);
     files.print_paths(&report.run, plan_seed);
     println!("repeat this plan with --mode stepped --seed {plan_seed}");
-    Ok(outcome.exit_code())
+    Ok(outcome.exit().code())
 }

@@ -91,7 +91,7 @@ pub fn run(args: &CheckArgs, list: &str, seed: u64, dir: &Path) -> anyhow::Resul
     progress.0.finish_and_clear();
     drop(cluster);
     write_and_print(args, &campaign, &schedule, &report, seed, dir)?;
-    Ok(report.exit_code())
+    Ok(report.exit().code())
 }
 
 fn write_and_print(
@@ -115,7 +115,7 @@ fn write_and_print(
         .context("the verdict file is not an object")?;
     fields.insert("timeline".into(), timeline.into());
     fields.insert("verdict".into(), report.verdict_name().into());
-    fields.insert("exit_status".into(), report.exit_code().into());
+    fields.insert("exit_status".into(), report.exit().code().into());
     fields.insert(
         "nemesis".into(),
         serde_json::json!({

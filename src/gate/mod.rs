@@ -21,13 +21,6 @@ use outcome::{CheckResult, GateRun, MajorResult, ScriptDigest, Status, SuiteResu
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Exit status: every suite passed on every major.
-pub const EXIT_PASSED: i32 = 0;
-/// Exit status: a finding about the extension (whatever else happened).
-pub const EXIT_FAILED: i32 = 1;
-/// Exit status: no finding, but something could not be run (no verdict).
-pub const EXIT_INFRASTRUCTURE: i32 = 2;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Backend {
     /// Throwaway clusters on this machine.
@@ -190,7 +183,7 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
     let majors = parse_majors(&args.majors)?;
     if args.list {
         print!("{}", list(&select_suites(&args.suites)?, &majors));
-        return Ok(EXIT_PASSED);
+        return Ok(model::Exit::Passed.code());
     }
     let mut build = load_build(args)?;
     if let Some(dsn) = &args.dsn {
@@ -304,11 +297,13 @@ fn finish(args: &GateArgs, run: &GateRun) -> anyhow::Result<i32> {
     }
     println!("gate: {}", run.status.word());
     Ok(match run.status {
-        Status::Passed => EXIT_PASSED,
-        Status::Failed => EXIT_FAILED,
+        // A finding stands whatever else happened.
+        Status::Passed => model::Exit::Passed,
+        Status::Failed => model::Exit::Finding,
         // Everything was skipped: nothing was checked.
-        Status::Infrastructure | Status::Skipped => EXIT_INFRASTRUCTURE,
-    })
+        Status::Infrastructure | Status::Skipped => model::Exit::NoVerdict,
+    }
+    .code())
 }
 
 fn spinner() -> ProgressBar {

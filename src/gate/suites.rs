@@ -621,7 +621,7 @@ async fn one_plan(ctx: &Ctx<'_>, stage: &Stage<'_>, name: &str, plan: &Plan) -> 
         Arc::new(campaign::Silent),
     )
     .await;
-    let timeline = (report.run.outcome.exit_code() == 1)
+    let timeline = (report.run.outcome.exit() == model::Exit::Finding)
         .then(|| report.timeline(&format!("stepped {name}")))
         .flatten()
         .and_then(|page| {

@@ -188,7 +188,7 @@ pub(super) async fn run(
 fn judged(fault: Fault, mixed: MixedReport, breakage: Option<Breakage>) -> CheckResult {
     // A finding of the campaign decides first: the target's answer or hang may be why a
     // fault's turn never came (the run ended early).
-    if mixed.report.outcome.exit_code() == 1 {
+    if mixed.report.outcome.exit() == model::Exit::Finding {
         return Err(match mixed.report.outcome {
             campaign::Outcome::Violation(v) => CheckFailure::Violation(v),
             other => CheckFailure::Unexpected(other.to_string()),

@@ -251,11 +251,11 @@ impl Verdict {
 
     /// Exit status convention of `leasecheck check-history`: 0 linearizable, 1 violation,
     /// 2 unknown.
-    pub fn exit_code(&self) -> i32 {
+    pub fn exit(&self) -> crate::Exit {
         match self {
-            Verdict::Linearizable(_) => 0,
-            Verdict::Violation(_) => 1,
-            Verdict::Unknown(_) => 2,
+            Verdict::Linearizable(_) => crate::Exit::Passed,
+            Verdict::Violation(_) => crate::Exit::Finding,
+            Verdict::Unknown(_) => crate::Exit::NoVerdict,
         }
     }
 }
