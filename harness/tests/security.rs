@@ -1,8 +1,10 @@
 //! The security suite (harness::security) on a trusted install by a non-superuser, on every
 //! tested major: pg_lease (0.3.0) passes every check, and its documented limitations
 //! (SEMANTICS section 8) still reproduce as documented; pg_lease 0.1.0 fails the checks the
-//! issue reported it for, 0.2.0 those of the classes 0.3.0 fixed; every weakened build
-//! (mutant) is caught by the checks that guard it.
+//! issue reported it for, 0.2.0 those of the classes 0.3.0 fixed (each named by its class:
+//! install-version, isolation, update, ...); every weakened build (mutant) is caught by the
+//! checks that guard it, and the update scripts without their lock guard by the update
+//! check.
 
 use harness::extension::ExtensionFiles;
 use harness::pg::{shared, test_majors, PgInstall};
