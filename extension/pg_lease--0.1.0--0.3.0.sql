@@ -13,6 +13,34 @@
 
 \echo Use "ALTER EXTENSION pg_lease UPDATE TO '0.3.0'" to load this file. \quit
 
+-- Nothing may queue this update behind another transaction, and every lease call behind the
+-- update: an update that waited for the lease table's lock (held by any open transaction that
+-- called pg_lease, which any role may run) would make every later call wait for it in turn.
+-- The update takes that lock first and waits for it at most 100 ms (so a call may wait that
+-- long behind it); otherwise it fails with 55P03, changing nothing, and can be run again
+-- once that transaction ended. The caller's lock_timeout is restored after the lock is held
+-- (specs/SEMANTICS.md section 8; security check
+-- an_open_transaction_cannot_freeze_lease_calls_behind_an_extension_update).
+DO $$
+DECLARE
+    v_lock_timeout text := pg_catalog.current_setting('lock_timeout');
+BEGIN
+    PERFORM pg_catalog.set_config('lock_timeout', '100ms', true);
+    BEGIN
+        LOCK TABLE lease.leases IN ACCESS EXCLUSIVE MODE;
+    EXCEPTION WHEN lock_not_available THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'lock_not_available',
+            MESSAGE = 'pg_lease: the update did not get the lease table''s lock within 100 ms',
+            DETAIL = 'Another transaction that used pg_lease is still open; an update waiting '
+                     'for it would make every lease call wait too.',
+            HINT = 'Run the update again once that transaction has ended (pg_locks shows who '
+                   'holds a lock on lease.leases).';
+    END;
+    PERFORM pg_catalog.set_config('lock_timeout', v_lock_timeout, true);
+END
+$$;
+
 -- Internals: owned by the bootstrap superuser (the extension is trusted); no other role has
 -- USAGE, so none can name what is in it.
 CREATE SCHEMA lease_internal;

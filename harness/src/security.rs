@@ -255,6 +255,8 @@ mod roles;
 mod shapes;
 pub mod surface;
 pub mod tools;
+mod update_lock;
+mod versions;
 
 pub use commit_time::{commit_time_bypass, grant_then_crash, CommitRoute};
 pub use durable::{durability_bypass, DurabilityBypass};
@@ -262,6 +264,8 @@ use fixture::{config_tables, expect_denied, finish, outcome_code, own_cluster, L
 pub use fixture::{table_rows, Fixture, LeaseRow};
 use objects::diff_lines;
 pub use objects::{extension_acl_lines, reviewed_acl, API_FUNCTIONS};
+pub use update_lock::{BOUND as UPDATE_CALL_BOUND, HOLD as UPDATE_HOLD};
+pub use versions::VERSIONS_WITH_KNOWN_BUGS;
 
 /// Every security check.
 pub fn checks() -> Vec<Check> {
@@ -298,6 +302,18 @@ pub fn checks() -> Vec<Check> {
             synchronous_commit_off_does_not_make_a_lease_write_asynchronous
         ),
         check!(shapes, prepared_transactions_never_hold_a_key),
+        check!(
+            versions,
+            no_version_with_known_contract_bugs_can_be_installed
+        ),
+        check!(
+            versions,
+            invalid_input_comes_before_the_isolation_refusal_and_read_uncommitted_runs
+        ),
+        check!(
+            update_lock,
+            an_open_transaction_cannot_freeze_lease_calls_behind_an_extension_update
+        ),
     ]
 }
 

@@ -1,8 +1,10 @@
 //! The security suite (harness::security) on a trusted install by a non-superuser, on every
 //! tested major: pg_lease (0.3.0) passes every check, and its documented limitations
 //! (SEMANTICS section 8) still reproduce as documented; pg_lease 0.1.0 fails the checks the
-//! issue reported it for, 0.2.0 those of the classes 0.3.0 fixed; every weakened build
-//! (mutant) is caught by the checks that guard it.
+//! issue reported it for, 0.2.0 those of the classes 0.3.0 fixed (each named by its class:
+//! install-version, isolation, update, ...); every weakened build (mutant) is caught by the
+//! checks that guard it, and the update scripts without their lock guard by the update
+//! check.
 
 use harness::extension::ExtensionFiles;
 use harness::pg::{shared, test_majors, PgInstall};
@@ -35,6 +37,10 @@ const FAILED_BY_0_1_0: &[(&str, &str)] = &[
         "prepared_transactions_never_hold_a_key",
         "COMMIT PREPARED after the lease had lapsed revived alice's lease",
     ),
+    (
+        "invalid_input_comes_before_the_isolation_refusal_and_read_uncommitted_runs",
+        "isolation class: under REPEATABLE READ, `SELECT * FROM lease.acquire('iso', 'a', interval '1 min')` answered ok; expected 55000",
+    ),
 ];
 
 /// What pg_lease 0.2.0 fails (measured): the classes 0.3.0 fixed, with the text each
@@ -51,6 +57,18 @@ const FAILED_BY_0_2_0: &[(&str, &str)] = &[
     (
         "prepared_transactions_never_hold_a_key",
         "COMMIT PREPARED after the lease had lapsed revived alice's lease",
+    ),
+    (
+        "no_version_with_known_contract_bugs_can_be_installed",
+        "install-version class: the database owner (not a superuser) ran `CREATE EXTENSION \"pg_lease_v0_2_0\" VERSION '0.1.0'` and it succeeded",
+    ),
+    (
+        "invalid_input_comes_before_the_isolation_refusal_and_read_uncommitted_runs",
+        "isolation class: under READ UNCOMMITTED (which PostgreSQL runs as READ COMMITTED), the first acquire of a key answered 55000: lease.acquire: pg_lease needs READ COMMITTED, this transaction is read uncommitted; expected a grant; under REPEATABLE READ, `SELECT * FROM lease.acquire('', 'a', interval '1 min')` answered 55000; expected 22023 (the isolation refusal came before input validation)",
+    ),
+    (
+        "an_open_transaction_cannot_freeze_lease_calls_behind_an_extension_update",
+        "update class: while the hostile role kept a transaction that had taken a grant open for 3s, `ALTER EXTENSION \"pg_lease_v0_2_0_upd\" UPDATE` (from 0.1.0 to 0.2.0) made lease calls wait behind it",
     ),
 ];
 
@@ -264,4 +282,50 @@ async fn the_documented_durability_limitation_still_reproduces() {
         }
     }
     assert!(problems.is_empty(), "{problems:#?}");
+}
+
+/// The update check's negative control: pg_lease with the lock guard taken out of its update
+/// scripts (the first statement of each: lock the lease table, waiting at most 100 ms) must
+/// fail `an_open_transaction_cannot_freeze_lease_calls_behind_an_extension_update` by its
+/// finding (calls waiting behind the update), not by an infrastructure failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_update_without_the_lock_guard_freezes_lease_calls() {
+    const CHECK: &str = "an_open_transaction_cannot_freeze_lease_calls_behind_an_extension_update";
+    let major = test_majors()[0];
+    let install = PgInstall::ensure(major).expect("the tested major");
+    let cluster = shared(major).expect("a cluster of the tested major");
+    let mut files = ExtensionFiles::renamed("pg_lease_sec_unguarded_update");
+    let mut unguarded = 0;
+    for (file, text) in &mut files.scripts {
+        // The update scripts to 0.3.0: `<name>--<from>--0.3.0.sql`.
+        if !file.ends_with("--0.3.0.sql") || file.matches("--").count() != 2 {
+            continue;
+        }
+        let start = text
+            .find("-- Nothing may queue this update")
+            .unwrap_or_else(|| panic!("{file}: no lock guard to take out (stale variant)"));
+        let end = start
+            + text[start..]
+                .find("END\n$$;\n")
+                .unwrap_or_else(|| panic!("{file}: the guard's DO block does not end"))
+            + "END\n$$;\n".len();
+        text.replace_range(start..end, "");
+        unguarded += 1;
+    }
+    assert_eq!(
+        unguarded, 2,
+        "both update scripts to 0.3.0 lose their guard"
+    );
+    files
+        .install(&install)
+        .expect("install the variant's files");
+    let report = security::run_against(cluster, &files.name, |n| n == CHECK).await;
+    println!("{}", report.render());
+    let outcome = report.outcome(CHECK).expect("the check ran");
+    assert!(
+        matches!(&outcome.result, Err(CheckError::Violated(why))
+            if why.contains("update class:") && why.contains("made lease calls wait behind it")),
+        "{:?}",
+        outcome.result
+    );
 }
