@@ -305,8 +305,9 @@ pub fn checks() -> Vec<Check> {
         check!(txn_shapes, on_commit_actions_do_not_change_a_lease_write),
         check!(
             call_shapes,
-            lease_calls_in_triggers_and_ctes_are_calls_of_the_statement
+            lease_calls_in_the_callers_triggers_are_calls_of_the_statement
         ),
+        check!(call_shapes, lease_calls_in_ctes_are_calls_of_the_statement),
         check!(call_shapes, cursors_over_the_api_call_when_fetched),
     ]
 }

@@ -101,24 +101,31 @@ fn span(t0: Ts, t1: Ts) -> Result<Span, CheckError> {
     Span::new(t0, t1).map_err(|e| CheckError::Infrastructure(format!("server clock: {e}")))
 }
 
-/// Lease calls in a trigger of the caller's and in CTEs: a BEFORE row trigger that acquires
-/// the row's key for the row's owner answers, row after row, what the model answers for
-/// those calls in that order (a same-owner second call is the idempotent reacquire: same
-/// epoch, same expiry; another owner's is denied); an AFTER row trigger's grant is undone
-/// when the statement fails later (and keeps no lock); two calls of one key in one
-/// statement's CTEs answer what the model answers for them in some order; a
-/// data-modifying CTE that writes the grant's epoch commits with it, and one that fails
-/// undoes it; a CTE the statement never reads is never called (PostgreSQL evaluates a
-/// SELECT in WITH only as far as the statement reads it).
-pub(super) async fn lease_calls_in_triggers_and_ctes_are_calls_of_the_statement(
+/// Lease calls in the caller's own row triggers: a BEFORE row trigger that acquires the
+/// row's key for the row's owner answers, row after row, what the model answers for those
+/// calls in that order (a same-owner second call is the idempotent reacquire: same epoch,
+/// same expiry; another owner's is denied); an AFTER row trigger's grant is undone when the
+/// statement fails later (and keeps no lock), and kept when it commits.
+pub(super) async fn lease_calls_in_the_callers_triggers_are_calls_of_the_statement(
     ctx: &Ctx<'_>,
 ) -> CheckResult {
     let f = Fixture::create(ctx.cluster, ctx.extension).await?;
-    let result = triggers_and_ctes(&f).await;
+    let result = triggers(&f).await;
     finish(f, result).await
 }
 
-async fn triggers_and_ctes(f: &Fixture<'_>) -> CheckResult {
+/// Lease calls in CTEs: two calls of one key in one statement's CTEs answer what the model
+/// answers for them in some order (PostgreSQL chooses it); a data-modifying CTE that writes
+/// the grant's epoch commits with it, and one that fails undoes it (and keeps no lock); a
+/// CTE the statement never reads is never called (PostgreSQL evaluates a SELECT in WITH only
+/// as far as the statement reads it).
+pub(super) async fn lease_calls_in_ctes_are_calls_of_the_statement(ctx: &Ctx<'_>) -> CheckResult {
+    let f = Fixture::create(ctx.cluster, ctx.extension).await?;
+    let result = ctes(&f).await;
+    finish(f, result).await
+}
+
+async fn triggers(f: &Fixture<'_>) -> CheckResult {
     let a = f.connect_as(&f.user).await?;
     let b = f.connect_as(&f.user).await?;
     a.batch_execute(
@@ -142,8 +149,7 @@ async fn triggers_and_ctes(f: &Fixture<'_>) -> CheckResult {
              RETURN NULL; \
          END $f$; \
          CREATE TRIGGER take_then_check AFTER INSERT ON jobs_after \
-             FOR EACH ROW EXECUTE FUNCTION pg_temp.take_then_check(); \
-         CREATE TEMP TABLE fenced (epoch bigint PRIMARY KEY)",
+             FOR EACH ROW EXECUTE FUNCTION pg_temp.take_then_check()",
     )
     .await?;
 
@@ -200,6 +206,15 @@ async fn triggers_and_ctes(f: &Fixture<'_>) -> CheckResult {
     if !matches!(&kept, Some(r) if r.held && r.epoch == 1 && r.owner.as_deref() == Some("alice")) {
         violated!("an AFTER INSERT trigger's grant of a committed statement: inspect from another session shows {kept:?}; expected alice holding epoch 1");
     }
+
+    Ok(())
+}
+
+async fn ctes(f: &Fixture<'_>) -> CheckResult {
+    let a = f.connect_as(&f.user).await?;
+    let b = f.connect_as(&f.user).await?;
+    a.batch_execute("CREATE TEMP TABLE fenced (epoch bigint PRIMARY KEY)")
+        .await?;
 
     // Two calls of one key in one statement's CTEs, same owner and two owners.
     for (key, owners) in [
