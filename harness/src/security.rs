@@ -244,6 +244,7 @@ macro_rules! fixture_check {
     };
 }
 
+mod call_shapes;
 mod commit_time;
 mod dump;
 mod durable;
@@ -255,6 +256,7 @@ mod roles;
 mod shapes;
 pub mod surface;
 pub mod tools;
+mod txn_shapes;
 mod update_lock;
 mod versions;
 
@@ -264,6 +266,7 @@ use fixture::{config_tables, expect_denied, finish, outcome_code, own_cluster, L
 pub use fixture::{table_rows, Fixture, LeaseRow};
 use objects::diff_lines;
 pub use objects::{extension_acl_lines, reviewed_acl, API_FUNCTIONS};
+pub use txn_shapes::ON_COMMIT_SETUP;
 pub use update_lock::{BOUND as UPDATE_CALL_BOUND, HOLD as UPDATE_HOLD};
 pub use versions::VERSIONS_WITH_KNOWN_BUGS;
 
@@ -314,6 +317,14 @@ pub fn checks() -> Vec<Check> {
             update_lock,
             an_open_transaction_cannot_freeze_lease_calls_behind_an_extension_update
         ),
+        check!(txn_shapes, savepoints_undo_a_lease_call_and_keep_no_lock),
+        check!(txn_shapes, on_commit_actions_do_not_change_a_lease_write),
+        check!(
+            call_shapes,
+            lease_calls_in_the_callers_triggers_are_calls_of_the_statement
+        ),
+        check!(call_shapes, lease_calls_in_ctes_are_calls_of_the_statement),
+        check!(call_shapes, cursors_over_the_api_call_when_fetched),
     ]
 }
 
@@ -429,5 +440,32 @@ pub const MUTANTS: &[SecurityMutant] = &[
             "only_the_api_is_security_definer_and_every_search_path_is_pinned",
             "the_table_has_only_the_durability_trigger_and_it_only_sets_synchronous_commit",
         ],
+    },
+    SecurityMutant {
+        name: "sec_take_session_advisory_lock",
+        breaks: "a write attempt serializes on a session-level advisory lock of the key, unlocked \
+                 after the attempt returns: an attempt that fails keeps it past its savepoint \
+                 and its transaction",
+        edits: &[
+            (
+                "    PERFORM lease_internal._no_prepare();\n    IF NOT p_exists THEN\n",
+                "    PERFORM lease_internal._no_prepare();\n    PERFORM pg_catalog.pg_advisory_lock(pg_catalog.hashtext(p_key));\n    IF NOT p_exists THEN\n",
+            ),
+            (
+                "        IF v_epoch IS NOT NULL THEN\n            acquired := true;",
+                "        PERFORM pg_catalog.pg_advisory_unlock_all();\n        IF v_epoch IS NOT NULL THEN\n            acquired := true;",
+            ),
+        ],
+        caught_by: &["savepoints_undo_a_lease_call_and_keep_no_lock"],
+    },
+    SecurityMutant {
+        name: "sec_inspect_stable",
+        breaks: "lease.inspect is STABLE: it reads the calling statement's snapshot, which a \
+                 cursor takes at DECLARE",
+        edits: &[(
+            "RETURNS TABLE (held boolean, owner text, epoch bigint, expires_at timestamptz)\nLANGUAGE plpgsql VOLATILE SECURITY DEFINER",
+            "RETURNS TABLE (held boolean, owner text, epoch bigint, expires_at timestamptz)\nLANGUAGE plpgsql STABLE SECURITY DEFINER",
+        )],
+        caught_by: &["cursors_over_the_api_call_when_fetched"],
     },
 ];
