@@ -40,6 +40,8 @@ const FAILED_BY_0_1_0: &[(&str, &str)] = &[
     (
         "invalid_input_comes_before_the_isolation_refusal_and_read_uncommitted_runs",
         "isolation class: under REPEATABLE READ, `SELECT * FROM lease.acquire('iso', 'a', interval '1 min')` answered ok; expected 55000",
+    ),
+    (
         "on_commit_actions_do_not_change_a_lease_write",
         "a grant committed with temporary tables ON COMMIT DROP / DELETE ROWS and synchronous_commit = off was lost in a crash",
     ),
