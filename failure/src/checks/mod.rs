@@ -1,4 +1,7 @@
-//! The named checks: one per [`Fault`], each with its negative control.
+//! The named checks: one per [`Fault`], each with its negative control. What a check
+//! drives is its fault's record's [`Situation`] (a [`Script`] played by `scripted`, or a
+//! [`CampaignPlan`] run by `campaigns`) and its control is the record's [`Control`]
+//! ([`crate::fault::SPECS`]).
 //!
 //! A check starts its own throwaway cluster, installs the build under test (this checkout's
 //! pg_lease under a name of its own, [`crate::builds::UNDER_TEST`], or a user's build given

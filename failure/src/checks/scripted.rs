@@ -32,23 +32,23 @@ fn expect(ok: bool, what: impl FnOnce() -> String) -> Result<(), CheckFailure> {
 /// A scripted situation (one function below each).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Script {
-    /// [`terminate`]: a backend terminated idle in a transaction holding a grant, and mid-wait.
+    /// `terminate`: a backend terminated idle in a transaction holding a grant, and mid-wait.
     Terminate,
-    /// [`cancel`]: a blocking acquire mid-wait and a renew waiting for a row lock cancelled.
+    /// `cancel`: a blocking acquire mid-wait and a renew waiting for a row lock cancelled.
     Cancel,
-    /// [`timeout_in_wait`]: a server-side timeout fires inside a blocking acquire's wait.
+    /// `timeout_in_wait`: a server-side timeout fires inside a blocking acquire's wait.
     TimeoutInWait(TimeoutIn),
-    /// [`client_pause`]: the holder stops for twice its TTL.
+    /// `client_pause`: the holder stops for twice its TTL.
     ClientPause,
-    /// [`short_ttl`]: work longer than the lease, three times.
+    /// `short_ttl`: work longer than the lease, three times.
     ShortTtl,
-    /// [`downtime_expiry`]: a lease expires while the server is down.
+    /// `downtime_expiry`: a lease expires while the server is down.
     DowntimeExpiry,
-    /// [`abort_after_acquire`]: a transaction acquires, then rolls back.
+    /// `abort_after_acquire`: a transaction acquires, then rolls back.
     AbortAfterAcquire,
-    /// [`commit_crash`]: the server crashes with two COMMITs in flight.
+    /// `commit_crash`: the server crashes with two COMMITs in flight.
     CommitCrash,
-    /// [`wait_wake`]: a release wakes a blocked waiter within the poll bound.
+    /// `wait_wake`: a release wakes a blocked waiter within the poll bound.
     WaitWake,
 }
 
