@@ -1,6 +1,18 @@
 //! The named faults: each one a check of its own (specs/FAILURE-MODEL.md maps each to the
-//! invariant it defends).
+//! invariant it defends), described by one record of [`SPECS`] (its name, class, the
+//! invariants it defends, where it runs, the situation its check drives, how a campaign
+//! injects it and its negative control). Every list of faults ([`Fault::ALL`],
+//! [`Fault::CAMPAIGN`], [`Fault::QUICK`], the `--nemesis` groups) is a filter over that
+//! table, and the checks dispatch on the record's [`Situation`], so adding a fault is a
+//! variant, its record and, when no existing situation fits, its situation's code.
 
+use crate::builds::BrokenBuild;
+use crate::checks::{
+    Breakage, CampaignPlan, Control, Doctor, Expect, Script, Situation, TimeoutIn, KEPT_WRITE,
+    LAPSE_IGNORED, LOST_WRITE, RENEW_AFTER_LAPSE,
+};
+use crate::inject::{Cut, Injection};
+use crate::server::Stop;
 use model::Invariant;
 use std::fmt;
 use std::str::FromStr;
@@ -51,124 +63,473 @@ pub enum Fault {
     Lapse,
 }
 
+/// What kind of fault it is; some classes are a `--nemesis` group ([`Class::group`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// The server killed (SIGKILL), then started: crash recovery.
+    Crash,
+    /// The server shut down (immediate or fast), then started.
+    Restart,
+    /// A client's backend terminated or its call cancelled.
+    Kill,
+    /// A server-side timeout fires inside a call.
+    Timeout,
+    /// A client or the whole server stops for a while.
+    Pause,
+    /// The connections through the proxy cut.
+    Cut,
+    /// A lease runs out on its own (the server down, or the work too long).
+    Expiry,
+    /// A live lease made to lapse now.
+    Lapse,
+    /// A transaction that wrote lease state rolls back.
+    Abort,
+    /// A release meets a blocked waiter.
+    Wake,
+}
+
+impl Class {
+    /// The `--nemesis` group naming the class's faults, when it is one (`crash` and `lapse`
+    /// name the fault of that name).
+    pub fn group(self) -> Option<&'static str> {
+        match self {
+            Class::Restart => Some("restart"),
+            Class::Kill => Some("kill"),
+            Class::Pause => Some("pause"),
+            Class::Cut => Some("cut"),
+            Class::Crash
+            | Class::Timeout
+            | Class::Expiry
+            | Class::Lapse
+            | Class::Abort
+            | Class::Wake => None,
+        }
+    }
+}
+
+/// Everything about one fault, in one place.
+#[derive(Clone, Copy, Debug)]
+pub struct Spec {
+    pub fault: Fault,
+    /// The name used on the command line and in histories.
+    pub name: &'static str,
+    pub class: Class,
+    /// The invariants the fault's check defends.
+    pub defends: &'static [Invariant],
+    /// Whether the check runs on PostgreSQL 14 in `cargo test` too (crash, restart, cut
+    /// and lapse: the faults that rest most on the server's own recovery and connection
+    /// handling; `leasecheck faults --pg 14` runs them all).
+    pub on_pg14_in_tests: bool,
+    /// Whether a mixed campaign draws it ([`Fault::CAMPAIGN`]).
+    pub in_campaign: bool,
+    /// Whether the gate's quick set runs it ([`Fault::QUICK`]).
+    pub in_quick: bool,
+    /// What the fault's check drives.
+    pub situation: Situation,
+    /// How a campaign's schedule injects it.
+    pub injection: Injection,
+    /// The longest hold a drawn schedule gives it, in ms (0: it holds nothing).
+    pub max_hold_ms: u64,
+    /// The negative control of its check.
+    pub control: Control,
+}
+
+/// What a lost committed write defends against (the crash and restart checks).
+const DURABLE: &[Invariant] = &[
+    Invariant::DurabilityAndTimeAuthority,
+    Invariant::EpochNeverDecreases,
+    Invariant::GrantEpochFresh,
+];
+const FAIL_CLOSED: &[Invariant] = &[Invariant::FailClosed, Invariant::MutualExclusion];
+const LAPSE_FINAL: &[Invariant] = &[
+    Invariant::LapseIsFinal,
+    Invariant::GrantEpochFresh,
+    Invariant::MutualExclusion,
+];
+const SERVER_TIME: &[Invariant] = &[
+    Invariant::DurabilityAndTimeAuthority,
+    Invariant::LapseIsFinal,
+];
+
+const fn build(b: BrokenBuild, expects: Expect) -> Control {
+    Control {
+        breakage: Breakage::Build(b),
+        expects,
+    }
+}
+
+const fn doctored(d: Doctor, expects: Expect) -> Control {
+    Control {
+        breakage: Breakage::Doctored(d),
+        expects,
+    }
+}
+
+/// A cut's control: the clients go around the proxy, so the fault must miss.
+const MISSED: Control = Control {
+    breakage: Breakage::FaultMisses,
+    expects: Expect::NotInjected,
+};
+
+/// A cancelled wait that grants shows as two grants at once, or a grant of a stale epoch.
+const CANCELLED_GRANT: Expect =
+    Expect::Violation(&[Invariant::MutualExclusion, Invariant::GrantEpochFresh]);
+
+/// The one table of faults, in the order of [`Fault`]'s variants.
+pub const SPECS: [Spec; 19] = [
+    Spec {
+        fault: Fault::Crash,
+        name: "crash",
+        class: Class::Crash,
+        defends: DURABLE,
+        on_pg14_in_tests: true,
+        in_campaign: true,
+        in_quick: true,
+        situation: Situation::Campaign(CampaignPlan::Restarts),
+        injection: Injection::Restart(Stop::Crash),
+        max_hold_ms: 1_500,
+        control: build(BrokenBuild::UnloggedTable, Expect::Violation(LOST_WRITE)),
+    },
+    Spec {
+        fault: Fault::RestartImmediate,
+        name: "restart-immediate",
+        class: Class::Restart,
+        defends: DURABLE,
+        on_pg14_in_tests: true,
+        in_campaign: true,
+        in_quick: false,
+        situation: Situation::Campaign(CampaignPlan::Restarts),
+        injection: Injection::Restart(Stop::Immediate),
+        max_hold_ms: 1_500,
+        control: build(BrokenBuild::UnloggedTable, Expect::Violation(LOST_WRITE)),
+    },
+    Spec {
+        fault: Fault::RestartFast,
+        name: "restart-fast",
+        class: Class::Restart,
+        defends: DURABLE,
+        on_pg14_in_tests: false,
+        in_campaign: true,
+        in_quick: false,
+        situation: Situation::Campaign(CampaignPlan::Restarts),
+        injection: Injection::Restart(Stop::Fast),
+        max_hold_ms: 1_500,
+        control: doctored(Doctor::LostInRestart, Expect::Violation(LOST_WRITE)),
+    },
+    Spec {
+        fault: Fault::SyncCommitOffCrash,
+        name: "sync-commit-off-crash",
+        class: Class::Crash,
+        defends: DURABLE,
+        on_pg14_in_tests: false,
+        in_campaign: false,
+        in_quick: true,
+        situation: Situation::Campaign(CampaignPlan::SyncOffCrashes),
+        injection: Injection::Restart(Stop::Crash),
+        max_hold_ms: 0,
+        control: build(BrokenBuild::NoDurableCommit, Expect::Violation(LOST_WRITE)),
+    },
+    Spec {
+        fault: Fault::Terminate,
+        name: "terminate",
+        class: Class::Kill,
+        defends: FAIL_CLOSED,
+        on_pg14_in_tests: false,
+        in_campaign: true,
+        in_quick: true,
+        situation: Situation::Scripted(Script::Terminate),
+        injection: Injection::Backend { terminate: true },
+        max_hold_ms: 0,
+        control: doctored(Doctor::AbortedKept, Expect::Violation(KEPT_WRITE)),
+    },
+    Spec {
+        fault: Fault::Cancel,
+        name: "cancel",
+        class: Class::Kill,
+        defends: FAIL_CLOSED,
+        on_pg14_in_tests: false,
+        in_campaign: true,
+        in_quick: true,
+        situation: Situation::Scripted(Script::Cancel),
+        injection: Injection::Backend { terminate: false },
+        max_hold_ms: 0,
+        control: build(BrokenBuild::CancelledWaitGrants, CANCELLED_GRANT),
+    },
+    Spec {
+        fault: Fault::StatementTimeout,
+        name: "statement-timeout",
+        class: Class::Timeout,
+        defends: FAIL_CLOSED,
+        on_pg14_in_tests: false,
+        in_campaign: false,
+        in_quick: false,
+        situation: Situation::Scripted(Script::TimeoutInWait(TimeoutIn::Statement)),
+        injection: Injection::Backend { terminate: false },
+        max_hold_ms: 0,
+        control: build(BrokenBuild::CancelledWaitGrants, CANCELLED_GRANT),
+    },
+    Spec {
+        fault: Fault::LockTimeout,
+        name: "lock-timeout",
+        class: Class::Timeout,
+        defends: FAIL_CLOSED,
+        on_pg14_in_tests: false,
+        in_campaign: false,
+        in_quick: false,
+        situation: Situation::Scripted(Script::TimeoutInWait(TimeoutIn::Lock)),
+        injection: Injection::Backend { terminate: false },
+        max_hold_ms: 0,
+        control: doctored(Doctor::CancelledWriteKept, Expect::Violation(KEPT_WRITE)),
+    },
+    Spec {
+        fault: Fault::ClientPause,
+        name: "client-pause",
+        class: Class::Pause,
+        defends: LAPSE_FINAL,
+        on_pg14_in_tests: false,
+        in_campaign: true,
+        in_quick: true,
+        situation: Situation::Scripted(Script::ClientPause),
+        injection: Injection::ClientPause,
+        max_hold_ms: 1_500,
+        control: build(
+            BrokenBuild::RenewIgnoresExpiry,
+            Expect::Violation(RENEW_AFTER_LAPSE),
+        ),
+    },
+    Spec {
+        fault: Fault::ServerPause,
+        name: "server-pause",
+        class: Class::Pause,
+        defends: SERVER_TIME,
+        on_pg14_in_tests: false,
+        in_campaign: true,
+        in_quick: false,
+        situation: Situation::Campaign(CampaignPlan::ServerPauses),
+        injection: Injection::ServerPause,
+        max_hold_ms: 1_500,
+        control: build(
+            BrokenBuild::RenewIgnoresExpiry,
+            Expect::Violation(RENEW_AFTER_LAPSE),
+        ),
+    },
+    Spec {
+        fault: Fault::CutClose,
+        name: "cut-close",
+        class: Class::Cut,
+        defends: FAIL_CLOSED,
+        on_pg14_in_tests: false,
+        in_campaign: true,
+        in_quick: false,
+        situation: Situation::Campaign(CampaignPlan::Cuts),
+        injection: Injection::Cut(Cut::Close),
+        max_hold_ms: 0,
+        control: MISSED,
+    },
+    Spec {
+        fault: Fault::CutReset,
+        name: "cut-reset",
+        class: Class::Cut,
+        defends: FAIL_CLOSED,
+        on_pg14_in_tests: true,
+        in_campaign: true,
+        in_quick: true,
+        situation: Situation::Campaign(CampaignPlan::Cuts),
+        injection: Injection::Cut(Cut::Reset),
+        max_hold_ms: 0,
+        control: MISSED,
+    },
+    Spec {
+        fault: Fault::CutBlackhole,
+        name: "cut-blackhole",
+        class: Class::Cut,
+        defends: FAIL_CLOSED,
+        on_pg14_in_tests: false,
+        in_campaign: true,
+        in_quick: false,
+        situation: Situation::Campaign(CampaignPlan::Blackhole),
+        injection: Injection::Cut(Cut::Blackhole),
+        max_hold_ms: 3_000,
+        control: MISSED,
+    },
+    Spec {
+        fault: Fault::DowntimeExpiry,
+        name: "downtime-expiry",
+        class: Class::Expiry,
+        defends: SERVER_TIME,
+        on_pg14_in_tests: false,
+        in_campaign: false,
+        in_quick: false,
+        situation: Situation::Scripted(Script::DowntimeExpiry),
+        injection: Injection::Restart(Stop::Fast),
+        max_hold_ms: 0,
+        control: build(
+            BrokenBuild::RenewIgnoresExpiry,
+            Expect::Violation(RENEW_AFTER_LAPSE),
+        ),
+    },
+    Spec {
+        fault: Fault::ShortTtl,
+        name: "short-ttl",
+        class: Class::Expiry,
+        defends: LAPSE_FINAL,
+        on_pg14_in_tests: false,
+        in_campaign: false,
+        in_quick: false,
+        situation: Situation::Scripted(Script::ShortTtl),
+        injection: Injection::ClientPause,
+        max_hold_ms: 0,
+        control: build(
+            BrokenBuild::RenewIgnoresExpiry,
+            Expect::Violation(RENEW_AFTER_LAPSE),
+        ),
+    },
+    Spec {
+        fault: Fault::AbortAfterAcquire,
+        name: "abort-after-acquire",
+        class: Class::Abort,
+        defends: FAIL_CLOSED,
+        on_pg14_in_tests: false,
+        in_campaign: false,
+        in_quick: false,
+        situation: Situation::Scripted(Script::AbortAfterAcquire),
+        injection: Injection::SituationOnly,
+        max_hold_ms: 0,
+        control: doctored(Doctor::AbortedKept, Expect::Violation(KEPT_WRITE)),
+    },
+    Spec {
+        fault: Fault::CommitCrash,
+        name: "commit-crash",
+        class: Class::Crash,
+        defends: &[Invariant::DurabilityAndTimeAuthority, Invariant::FailClosed],
+        on_pg14_in_tests: false,
+        in_campaign: false,
+        in_quick: true,
+        situation: Situation::Scripted(Script::CommitCrash),
+        injection: Injection::Restart(Stop::Crash),
+        max_hold_ms: 0,
+        control: doctored(Doctor::ResolutionSwapped, Expect::Violation(KEPT_WRITE)),
+    },
+    Spec {
+        fault: Fault::WaitWake,
+        name: "wait-wake",
+        class: Class::Wake,
+        defends: &[Invariant::MutualExclusion],
+        on_pg14_in_tests: false,
+        in_campaign: false,
+        in_quick: true,
+        situation: Situation::Scripted(Script::WaitWake),
+        injection: Injection::SituationOnly,
+        max_hold_ms: 0,
+        control: build(BrokenBuild::SlowWake, Expect::Unexpected("woke")),
+    },
+    Spec {
+        fault: Fault::Lapse,
+        name: "lapse",
+        class: Class::Lapse,
+        defends: LAPSE_FINAL,
+        on_pg14_in_tests: true,
+        in_campaign: true,
+        in_quick: true,
+        situation: Situation::Campaign(CampaignPlan::Lapses),
+        injection: Injection::Lapse,
+        max_hold_ms: 0,
+        // Leases of the lapse campaign are taken over by whoever comes first: whether an
+        // old holder renews before a takeover is a race, a doctored grant is not.
+        control: doctored(Doctor::LapseIgnored, Expect::Violation(LAPSE_IGNORED)),
+    },
+];
+
+// The table is in the variants' order, so a fault's record is found by its discriminant
+// (checked when compiling; that every variant has a record is the unit test's).
+const _: () = {
+    let mut i = 0;
+    while i < SPECS.len() {
+        assert!(
+            SPECS[i].fault as usize == i,
+            "SPECS is out of the variants' order"
+        );
+        i += 1;
+    }
+};
+
+/// A selection of the table.
+#[derive(Clone, Copy)]
+enum Filter {
+    Every,
+    Campaign,
+    Quick,
+}
+
+impl Filter {
+    const fn keeps(self, spec: &Spec) -> bool {
+        match self {
+            Filter::Every => true,
+            Filter::Campaign => spec.in_campaign,
+            Filter::Quick => spec.in_quick,
+        }
+    }
+}
+
+const fn count(filter: Filter) -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < SPECS.len() {
+        if filter.keeps(&SPECS[i]) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// The faults `filter` keeps, in the table's order (N is [`count`]`(filter)`: a wrong N
+/// does not compile).
+const fn select<const N: usize>(filter: Filter) -> [Fault; N] {
+    let mut out = [Fault::Crash; N];
+    let (mut i, mut n) = (0, 0);
+    while i < SPECS.len() {
+        if filter.keeps(&SPECS[i]) {
+            out[n] = SPECS[i].fault;
+            n += 1;
+        }
+        i += 1;
+    }
+    assert!(n == N, "a filter's count is its length");
+    out
+}
+
 impl Fault {
-    pub const ALL: [Fault; 19] = [
-        Fault::Crash,
-        Fault::RestartImmediate,
-        Fault::RestartFast,
-        Fault::SyncCommitOffCrash,
-        Fault::Terminate,
-        Fault::Cancel,
-        Fault::StatementTimeout,
-        Fault::LockTimeout,
-        Fault::ClientPause,
-        Fault::ServerPause,
-        Fault::CutClose,
-        Fault::CutReset,
-        Fault::CutBlackhole,
-        Fault::DowntimeExpiry,
-        Fault::ShortTtl,
-        Fault::AbortAfterAcquire,
-        Fault::CommitCrash,
-        Fault::WaitWake,
-        Fault::Lapse,
-    ];
+    /// Every fault, in the table's order.
+    pub const ALL: [Fault; count(Filter::Every)] = select(Filter::Every);
 
     /// The faults a mixed campaign draws from (the others are scripted situations).
-    pub const CAMPAIGN: [Fault; 11] = [
-        Fault::Crash,
-        Fault::RestartImmediate,
-        Fault::RestartFast,
-        Fault::Terminate,
-        Fault::Cancel,
-        Fault::ClientPause,
-        Fault::ServerPause,
-        Fault::CutClose,
-        Fault::CutReset,
-        Fault::CutBlackhole,
-        Fault::Lapse,
-    ];
+    pub const CAMPAIGN: [Fault; count(Filter::Campaign)] = select(Filter::Campaign);
 
     /// The gate's quick set, about 40 s on PG 15 here: one fault of each class (a
     /// crash, a backend killed, a call cancelled, a cut, a pause, the lapse, a crash with
     /// COMMIT in flight), and the crash under `synchronous_commit = off` and the wake-up,
     /// so that each fault-only mutant of the catalogue (`harness::mutants`) meets the check
     /// that catches it. The full gate runs [`Fault::ALL`].
-    pub const QUICK: [Fault; 9] = [
-        Fault::Crash,
-        Fault::SyncCommitOffCrash,
-        Fault::Terminate,
-        Fault::Cancel,
-        Fault::CutReset,
-        Fault::ClientPause,
-        Fault::Lapse,
-        Fault::CommitCrash,
-        Fault::WaitWake,
-    ];
+    pub const QUICK: [Fault; count(Filter::Quick)] = select(Filter::Quick);
+
+    /// The fault's record.
+    pub const fn spec(self) -> &'static Spec {
+        &SPECS[self as usize]
+    }
 
     /// The name used on the command line and in histories.
     pub fn name(self) -> &'static str {
-        match self {
-            Fault::Crash => "crash",
-            Fault::RestartImmediate => "restart-immediate",
-            Fault::RestartFast => "restart-fast",
-            Fault::SyncCommitOffCrash => "sync-commit-off-crash",
-            Fault::Terminate => "terminate",
-            Fault::Cancel => "cancel",
-            Fault::StatementTimeout => "statement-timeout",
-            Fault::LockTimeout => "lock-timeout",
-            Fault::ClientPause => "client-pause",
-            Fault::ServerPause => "server-pause",
-            Fault::CutClose => "cut-close",
-            Fault::CutReset => "cut-reset",
-            Fault::CutBlackhole => "cut-blackhole",
-            Fault::DowntimeExpiry => "downtime-expiry",
-            Fault::ShortTtl => "short-ttl",
-            Fault::AbortAfterAcquire => "abort-after-acquire",
-            Fault::CommitCrash => "commit-crash",
-            Fault::WaitWake => "wait-wake",
-            Fault::Lapse => "lapse",
-        }
+        self.spec().name
     }
 
     /// The invariants the fault's check defends.
     pub fn defends(self) -> &'static [Invariant] {
-        use Invariant as I;
-        match self {
-            Fault::Crash
-            | Fault::RestartImmediate
-            | Fault::RestartFast
-            | Fault::SyncCommitOffCrash => &[
-                I::DurabilityAndTimeAuthority,
-                I::EpochNeverDecreases,
-                I::GrantEpochFresh,
-            ],
-            Fault::CommitCrash => &[I::DurabilityAndTimeAuthority, I::FailClosed],
-            Fault::Terminate | Fault::AbortAfterAcquire => &[I::FailClosed, I::MutualExclusion],
-            Fault::Cancel | Fault::StatementTimeout | Fault::LockTimeout => {
-                &[I::FailClosed, I::MutualExclusion]
-            }
-            Fault::ClientPause | Fault::ShortTtl | Fault::Lapse => {
-                &[I::LapseIsFinal, I::GrantEpochFresh, I::MutualExclusion]
-            }
-            Fault::ServerPause | Fault::DowntimeExpiry => {
-                &[I::DurabilityAndTimeAuthority, I::LapseIsFinal]
-            }
-            Fault::CutClose | Fault::CutReset | Fault::CutBlackhole => {
-                &[I::FailClosed, I::MutualExclusion]
-            }
-            Fault::WaitWake => &[I::MutualExclusion],
-        }
+        self.spec().defends
     }
 
-    /// Whether the fault's check runs on PostgreSQL 14 in `cargo test` (crash, restart,
-    /// cut and lapse: the faults that rest most on the server's own recovery and
-    /// connection handling; `leasecheck faults --pg 14` runs them all).
+    /// Whether the fault's check runs on PostgreSQL 14 in `cargo test` ([`Spec::on_pg14_in_tests`]).
     pub fn on_pg14_in_tests(self) -> bool {
-        matches!(
-            self,
-            Fault::Crash | Fault::RestartImmediate | Fault::CutReset | Fault::Lapse
-        )
+        self.spec().on_pg14_in_tests
     }
 }
 
@@ -205,42 +566,23 @@ fn unknown(s: &str) -> UnknownFault {
 }
 
 /// The faults a name or group names, for `--nemesis crash,pause,cut,...`: a fault's own
-/// name, or a group (`restart`: both shutdowns; `cut`: the three cuts; `pause`: client and
-/// server pauses; `kill`: terminate and cancel; `all`: every campaign fault and lapse).
+/// name, or a group (the faults of a [`Class`] with a [`Class::group`] name: `restart`:
+/// both shutdowns; `cut`: the three cuts; `pause`: client and server pauses; `kill`:
+/// terminate and cancel; and `all`: every campaign fault, lapse among them).
 pub fn parse_group(s: &str) -> Result<Vec<Fault>, UnknownFault> {
-    let group: &[Fault] = match s {
-        "restart" => &[Fault::RestartImmediate, Fault::RestartFast],
-        "cut" => &[Fault::CutClose, Fault::CutReset, Fault::CutBlackhole],
-        "pause" => &[Fault::ClientPause, Fault::ServerPause],
-        "kill" => &[Fault::Terminate, Fault::Cancel],
-        "all" => &Fault::CAMPAIGN,
-        _ => return s.parse::<Fault>().map(|f| vec![f]),
-    };
-    Ok(group.to_vec())
+    if s == "all" {
+        return Ok(Fault::CAMPAIGN.to_vec());
+    }
+    let group: Vec<Fault> = SPECS
+        .iter()
+        .filter(|spec| spec.class.group() == Some(s))
+        .map(|spec| spec.fault)
+        .collect();
+    match group.is_empty() {
+        true => s.parse::<Fault>().map(|f| vec![f]),
+        false => Ok(group),
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_round_trip_and_are_unique() {
-        let mut names: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
-        for f in Fault::ALL {
-            assert_eq!(f.name().parse::<Fault>(), Ok(f));
-            assert!(!f.defends().is_empty());
-        }
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), Fault::ALL.len());
-        assert!(Fault::ALL.len() >= 15);
-        assert!("nope".parse::<Fault>().is_err());
-    }
-
-    #[test]
-    fn groups_expand() {
-        assert_eq!(parse_group("cut").map(|v| v.len()), Ok(3));
-        assert_eq!(parse_group("crash"), Ok(vec![Fault::Crash]));
-        assert!(parse_group("crashes").is_err());
-    }
-}
+mod tests;

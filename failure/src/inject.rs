@@ -31,6 +31,38 @@ pub struct Reach<'a> {
     pub recording: Option<&'a Recording>,
 }
 
+/// How a campaign's schedule injects a fault (its record's [`crate::fault::Spec::injection`];
+/// `crate::mixed` dispatches on it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Injection {
+    /// The server stopped as said, down for the hold, then started ([`Reach::restart`]).
+    Restart(Stop),
+    /// A client backend terminated, or its statement cancelled ([`Reach::kill_backend`]).
+    Backend { terminate: bool },
+    /// SIGSTOP of the server for the hold ([`Reach::server_pause`]).
+    ServerPause,
+    /// A cut through the proxy ([`Reach::cut`]).
+    Cut(Cut),
+    /// A campaign process stops for the hold ([`Reach::client_pause`]).
+    ClientPause,
+    /// A live lease of a workload key made to lapse now ([`Reach::lapse`]).
+    Lapse,
+    /// Only the fault's own scripted situation can bring it about (a rollback, a waiter
+    /// woken): a campaign cannot inject it.
+    SituationOnly,
+}
+
+/// What a cut does to the connections through the proxy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut {
+    /// Every connection closed cleanly (FIN).
+    Close,
+    /// Every connection reset (RST).
+    Reset,
+    /// Nothing forwarded for the hold, nothing closed.
+    Blackhole,
+}
+
 /// Which backend a kill hits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Victim {
@@ -250,9 +282,9 @@ impl<'a> Reach<'a> {
         paused.and(resumed)
     }
 
-    /// A cut through the proxy: reset or close every connection, or hold them all in a
-    /// blackhole for `hold`. Returns how many connections it hit.
-    pub async fn cut(&self, fault: Fault, hold: Duration) -> Result<usize, FaultError> {
+    /// A cut through the proxy (recorded as `fault`): reset or close every connection, or
+    /// hold them all in a blackhole for `hold`. Returns how many connections it hit.
+    pub async fn cut(&self, fault: Fault, cut: Cut, hold: Duration) -> Result<usize, FaultError> {
         let Some(proxy) = self.proxy else {
             return Err(FaultError::not_injected(
                 fault.name(),
@@ -260,10 +292,10 @@ impl<'a> Reach<'a> {
             ));
         };
         let started = self.recorder.nemesis_start(fault.name());
-        let hit = match fault {
-            Fault::CutReset => proxy.cut().await,
-            Fault::CutClose => proxy.close().await,
-            _ => {
+        let hit = match cut {
+            Cut::Reset => proxy.cut().await,
+            Cut::Close => proxy.close().await,
+            Cut::Blackhole => {
                 proxy.set_blackhole(true);
                 let held = proxy.live_connections();
                 tokio::time::sleep(hold).await;

@@ -4,7 +4,8 @@
 //! recorder's nemesis events (both ends of every fault are written into the history), the
 //! injector's own superuser connections and the loopback [`proxy`].
 //!
-//! - [`fault`]: the named faults ([`Fault`]), each a check of its own.
+//! - [`fault`]: the named faults ([`Fault`]), each a check of its own, each described by one
+//!   record of [`fault::SPECS`] (every list of faults is a filter over it).
 //! - [`inject`]: injecting one fault into a live history ([`inject::Reach`]).
 //! - [`schedule`]: fault schedules drawn by proptest (which fault, when, how long).
 //! - [`mixed`]: a campaign under a schedule, judged over the whole history.

@@ -5,10 +5,10 @@
 
 use crate::error::FaultError;
 use crate::fault::Fault;
-use crate::inject::{Reach, Victim};
+use crate::inject::{Injection, Reach, Victim};
 use crate::proxy::Proxy;
 use crate::schedule::{Planned, Schedule};
-use crate::server::{Server, Stop};
+use crate::server::Server;
 use harness::campaign::{self, Campaign, Progress, Report};
 use harness::pg::Cluster;
 use std::collections::BTreeMap;
@@ -256,38 +256,26 @@ async fn inject(
     keys: &[String],
     slots: u32,
 ) -> Result<Option<crate::inject::Restarted>, FaultError> {
-    let hold = planned.hold;
-    let stop = match planned.fault {
-        Fault::Crash | Fault::SyncCommitOffCrash | Fault::CommitCrash => Some(Stop::Crash),
-        Fault::RestartImmediate => Some(Stop::Immediate),
-        Fault::RestartFast | Fault::DowntimeExpiry => Some(Stop::Fast),
-        _ => None,
-    };
-    if let Some(stop) = stop {
-        return reach.restart(planned.fault, stop, hold).await.map(Some);
-    }
-    match planned.fault {
-        Fault::Terminate => reach
-            .kill_backend(true, Victim::Pick(planned.pick))
+    let (fault, hold) = (planned.fault, planned.hold);
+    let injected = match fault.spec().injection {
+        Injection::Restart(stop) => return reach.restart(fault, stop, hold).await.map(Some),
+        Injection::Backend { terminate } => reach
+            .kill_backend(terminate, Victim::Pick(planned.pick))
             .await
             .map(|_| ()),
-        Fault::Cancel | Fault::StatementTimeout | Fault::LockTimeout => reach
-            .kill_backend(false, Victim::Pick(planned.pick))
-            .await
-            .map(|_| ()),
-        Fault::ServerPause => reach.server_pause(hold).await,
-        Fault::CutClose | Fault::CutReset | Fault::CutBlackhole => {
-            reach.cut(planned.fault, hold).await.map(|_| ())
-        }
-        Fault::ClientPause | Fault::ShortTtl => {
-            reach.client_pause(planned.pick % slots.max(1), hold).await
-        }
-        _ => {
+        Injection::ServerPause => reach.server_pause(hold).await,
+        Injection::Cut(cut) => reach.cut(fault, cut, hold).await.map(|_| ()),
+        Injection::ClientPause => reach.client_pause(planned.pick % slots.max(1), hold).await,
+        Injection::Lapse => {
             let key = keys
                 .get(planned.pick as usize % keys.len().max(1))
                 .ok_or_else(|| FaultError::not_injected("lapse", "the workload has no key"))?;
             reach.lapse(key).await.map(|_| ())
         }
-    }
-    .map(|()| None)
+        Injection::SituationOnly => Err(FaultError::not_injected(
+            fault.name(),
+            "only its own scripted situation brings it about, not a campaign",
+        )),
+    };
+    injected.map(|()| None)
 }

@@ -44,12 +44,7 @@ impl Schedule {
 /// lapse across them), pauses up to 1.5 s (longer than most TTLs of the default
 /// workload), blackholes up to 3 s (past a 2 s call timeout).
 fn max_hold_ms(fault: Fault) -> u64 {
-    match fault {
-        Fault::Crash | Fault::RestartImmediate | Fault::RestartFast => 1_500,
-        Fault::ServerPause | Fault::ClientPause => 1_500,
-        Fault::CutBlackhole => 3_000,
-        _ => 0,
-    }
+    fault.spec().max_hold_ms
 }
 
 /// One planned fault of `faults`: gaps of 0.2-3 s.

@@ -26,7 +26,7 @@ pub fn faults(list: &str) -> anyhow::Result<Vec<Fault>> {
     let mut faults = Vec::new();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         for fault in parse_group(name)? {
-            if !Fault::CAMPAIGN.contains(&fault) && fault != Fault::Lapse {
+            if !fault.spec().in_campaign {
                 bail!(
                     "{fault} is a scripted situation (run it with `leasecheck faults --fault {fault}`); \
                      a campaign can inject: {}",

@@ -20,6 +20,25 @@ use std::time::Duration;
 /// The seed of the check campaigns (fixed: a failure names its plans).
 const SEED: u64 = 20_261_203;
 
+/// A campaign check's plan: what workload, schedule and server settings it runs (one arm
+/// of [`plan`] each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CampaignPlan {
+    /// Two restarts of the fault's own kind under long TTLs (what a restart could lose is
+    /// still live afterwards).
+    Restarts,
+    /// Three crashes with `synchronous_commit = off` everywhere.
+    SyncOffCrashes,
+    /// Two server pauses.
+    ServerPauses,
+    /// One cut (close or reset) of every connection through the proxy.
+    Cuts,
+    /// One blackhole longer than the call timeout.
+    Blackhole,
+    /// Sixteen lapses of live leases, each followed by whoever takes the key over.
+    Lapses,
+}
+
 /// The situation of a campaign check.
 struct Plan {
     workload: Workload,
@@ -69,7 +88,9 @@ fn restarts_length(restarts: u32) -> Duration {
     Duration::from_millis(1_000 + 1_700 * u64::from(restarts))
 }
 
-fn plan(fault: Fault) -> Plan {
+/// `kind`'s plan for `fault` (the fault its schedule injects, for those that inject the
+/// checked fault itself).
+fn plan(kind: CampaignPlan, fault: Fault) -> Plan {
     let workload = Workload {
         processes: 4,
         keys: 2,
@@ -87,8 +108,8 @@ fn plan(fault: Fault) -> Plan {
         setup: Setup::default(),
         call_timeout: Duration::from_secs(5),
     };
-    match fault {
-        Fault::Crash | Fault::RestartImmediate | Fault::RestartFast => Plan {
+    match kind {
+        CampaignPlan::Restarts => Plan {
             workload: durable,
             schedule: planned(fault, 2, 600, 300),
             length: restarts_length(2),
@@ -97,7 +118,7 @@ fn plan(fault: Fault) -> Plan {
         // Three crashes: losing a write in any of them is enough, and the WAL writer may
         // flush one by chance (a build without the durability trigger must still show; an
         // UNLOGGED table loses everything at the first crash).
-        Fault::SyncCommitOffCrash => Plan {
+        CampaignPlan::SyncOffCrashes => Plan {
             workload: durable,
             schedule: planned(Fault::Crash, 3, 600, 300),
             length: restarts_length(3),
@@ -107,7 +128,7 @@ fn plan(fault: Fault) -> Plan {
             },
             ..base
         },
-        Fault::ServerPause => Plan {
+        CampaignPlan::ServerPauses => Plan {
             schedule: planned(fault, 2, 500, 700),
             length: Duration::from_secs(3),
             ..base
@@ -115,7 +136,7 @@ fn plan(fault: Fault) -> Plan {
         // Three processes and one cut: a call a cut leaves unknown may take effect at any
         // later instant, so each stays open in the check's search (until a restart, and
         // these runs have none); a few keep the search small.
-        Fault::CutClose | Fault::CutReset => Plan {
+        CampaignPlan::Cuts => Plan {
             workload: Workload {
                 processes: 3,
                 ..base.workload.clone()
@@ -126,7 +147,7 @@ fn plan(fault: Fault) -> Plan {
         // A blackhole of 1.5 s against a 1 s call timeout: stalled calls time out (one
         // blackhole, three processes on three keys, like the other cuts, keep the unknowns
         // few).
-        Fault::CutBlackhole => Plan {
+        CampaignPlan::Blackhole => Plan {
             workload: Workload {
                 processes: 3,
                 keys: 3,
@@ -138,7 +159,7 @@ fn plan(fault: Fault) -> Plan {
             ..base
         },
         // Leases of 5 s and more lapse only by injection: a takeover follows a lapse.
-        _ => Plan {
+        CampaignPlan::Lapses => Plan {
             workload: Workload {
                 ttls: vec![(Interval::secs(5), 1), (Interval::secs(60), 1)],
                 ..base.workload.clone()
@@ -151,11 +172,12 @@ fn plan(fault: Fault) -> Plan {
 
 pub(super) async fn run(
     fault: Fault,
+    kind: CampaignPlan,
     install: &PgInstall,
     under_test: &ExtensionFiles,
     breakage: Option<Breakage>,
 ) -> CheckResult {
-    let plan = plan(fault);
+    let plan = plan(kind, fault);
     let build = match breakage {
         Some(Breakage::Build(b)) => b.files(),
         _ => Some(under_test.clone()),
@@ -182,10 +204,15 @@ pub(super) async fn run(
     let (report, cluster) =
         mixed::run_routed(cluster, &campaign, &plan.schedule, Arc::new(Silent), routed).await;
     rig::discard(cluster).await;
-    judged(fault, report, breakage)
+    judged(fault, kind, report, breakage)
 }
 
-fn judged(fault: Fault, mixed: MixedReport, breakage: Option<Breakage>) -> CheckResult {
+fn judged(
+    fault: Fault,
+    kind: CampaignPlan,
+    mixed: MixedReport,
+    breakage: Option<Breakage>,
+) -> CheckResult {
     // A finding of the campaign decides first: the target's answer or hang may be why a
     // fault's turn never came (the run ended early).
     if mixed.report.outcome.exit() == model::Exit::Finding {
@@ -207,7 +234,7 @@ fn judged(fault: Fault, mixed: MixedReport, breakage: Option<Breakage>) -> Check
             e.to_string(),
         )));
     }
-    let evidence = evidence(fault, &history, &mixed)?;
+    let evidence = evidence(fault, kind, &history, &mixed)?;
     let verdict = match breakage {
         Some(Breakage::Doctored(d)) => {
             if !doctor(&mut history, d) {
@@ -243,9 +270,10 @@ fn verdict_of(outcome: campaign::Outcome) -> Result<String, CheckFailure> {
     }
 }
 
-/// The processes of `fault`'s campaign (a session that reconnected shows as more).
-fn workload_processes(fault: Fault) -> u32 {
-    plan(fault).workload.processes
+/// The processes of `fault`'s campaign under `kind` (a session that reconnected shows as
+/// more).
+fn workload_processes(kind: CampaignPlan, fault: Fault) -> u32 {
+    plan(kind, fault).workload.processes
 }
 
 /// Grants, renews and releases that were acknowledged before `instant`.
@@ -269,6 +297,7 @@ fn acknowledged_writes_before(history: &History, instant: u64) -> usize {
 /// situation did not arise (the check would prove nothing).
 fn evidence(
     fault: Fault,
+    kind: CampaignPlan,
     history: &History,
     mixed: &MixedReport,
 ) -> Result<Vec<String>, CheckFailure> {
@@ -293,8 +322,8 @@ fn evidence(
     for (f, t) in &mixed.tallies {
         lines.push(format!("{f}: {} injected, {} missed", t.injected, t.missed));
     }
-    match fault {
-        Fault::Crash | Fault::RestartImmediate | Fault::RestartFast | Fault::SyncCommitOffCrash => {
+    match kind {
+        CampaignPlan::Restarts | CampaignPlan::SyncOffCrashes => {
             let restarts: Vec<_> = history
                 .nemeses
                 .iter()
@@ -317,7 +346,7 @@ fn evidence(
                 ));
             }
         }
-        Fault::CutBlackhole => {
+        CampaignPlan::Blackhole => {
             let timed_out = history
                 .ops
                 .iter()
@@ -330,18 +359,18 @@ fn evidence(
                 "{timed_out} calls timed out in the blackhole (unknown)"
             ));
         }
-        Fault::CutClose | Fault::CutReset => {
+        CampaignPlan::Cuts => {
             let processes = history
                 .ops
                 .iter()
                 .map(|o| o.process)
                 .collect::<std::collections::BTreeSet<_>>()
                 .len();
-            if processes as u32 <= workload_processes(fault) {
+            if processes as u32 <= workload_processes(kind, fault) {
                 return missing("no session had to reconnect after the cuts".into());
             }
         }
-        Fault::ServerPause => {
+        CampaignPlan::ServerPauses => {
             let spanning = history
                 .ops
                 .iter()
@@ -359,7 +388,7 @@ fn evidence(
                 "{spanning} calls were in flight across a pause and answered after it"
             ));
         }
-        _ => {
+        CampaignPlan::Lapses => {
             let applied: Vec<_> = history
                 .nemeses
                 .iter()

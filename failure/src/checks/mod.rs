@@ -1,4 +1,7 @@
-//! The named checks: one per [`Fault`], each with its negative control.
+//! The named checks: one per [`Fault`], each with its negative control. What a check
+//! drives is its fault's record's [`Situation`] (a [`Script`] played by `scripted`, or a
+//! [`CampaignPlan`] run by `campaigns`) and its control is the record's [`Control`]
+//! ([`crate::fault::SPECS`]).
 //!
 //! A check starts its own throwaway cluster, installs the build under test (this checkout's
 //! pg_lease under a name of its own, [`crate::builds::UNDER_TEST`], or a user's build given
@@ -16,6 +19,9 @@ mod campaigns;
 mod rig;
 mod scripted;
 
+pub use campaigns::CampaignPlan;
+pub use scripted::{Script, TimeoutIn};
+
 use crate::builds::BrokenBuild;
 use crate::error::FaultError;
 use crate::fault::Fault;
@@ -24,6 +30,15 @@ use harness::pg::PgInstall;
 use model::checker::Violation;
 use model::{History, Invariant, Verdict};
 use std::fmt;
+
+/// What a fault's check drives (its record's [`crate::fault::Spec::situation`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Situation {
+    /// A few sessions make set calls around one fault ([`Script`]).
+    Scripted(Script),
+    /// A short campaign under a fixed fault schedule ([`CampaignPlan`]).
+    Campaign(CampaignPlan),
+}
 
 /// What a passing check saw.
 #[derive(Debug)]
@@ -172,7 +187,7 @@ impl fmt::Display for Breakage {
 }
 
 /// Invariants a lost committed write can show as.
-const LOST_WRITE: &[Invariant] = &[
+pub(crate) const LOST_WRITE: &[Invariant] = &[
     Invariant::DurabilityAndTimeAuthority,
     Invariant::EpochNeverDecreases,
     Invariant::GrantEpochFresh,
@@ -186,11 +201,11 @@ const LOST_WRITE: &[Invariant] = &[
 ];
 /// Invariants a write that should not have happened (or a success that should have been
 /// refused) can show as.
-const KEPT_WRITE: &[Invariant] = LOST_WRITE;
+pub(crate) const KEPT_WRITE: &[Invariant] = LOST_WRITE;
 /// A renew (or release) that succeeded after a lapse: the checker names the first broken
 /// invariant it meets (lapse is final, the precedence of lapsed over ok, the overlap with
 /// a takeover, or the server clock's authority).
-const RENEW_AFTER_LAPSE: &[Invariant] = &[
+pub(crate) const RENEW_AFTER_LAPSE: &[Invariant] = &[
     Invariant::LapseIsFinal,
     Invariant::PrecedenceAndIsolation,
     Invariant::MutualExclusion,
@@ -198,61 +213,16 @@ const RENEW_AFTER_LAPSE: &[Invariant] = &[
 ];
 
 /// An acquire of a lapsed key answered `denied`.
-const LAPSE_IGNORED: &[Invariant] = &[
+pub(crate) const LAPSE_IGNORED: &[Invariant] = &[
     Invariant::LapseIsFinal,
     Invariant::PrecedenceAndIsolation,
     Invariant::InspectConsistent,
     Invariant::MutualExclusion,
 ];
 
-/// The negative control of `fault`'s check.
+/// The negative control of `fault`'s check (its record's, [`crate::fault::Spec::control`]).
 pub fn control(fault: Fault) -> Control {
-    use Breakage as B;
-    let (breakage, expects) = match fault {
-        Fault::Crash | Fault::RestartImmediate => (
-            B::Build(BrokenBuild::UnloggedTable),
-            Expect::Violation(LOST_WRITE),
-        ),
-        Fault::SyncCommitOffCrash => (
-            B::Build(BrokenBuild::NoDurableCommit),
-            Expect::Violation(LOST_WRITE),
-        ),
-        Fault::RestartFast => (
-            B::Doctored(Doctor::LostInRestart),
-            Expect::Violation(LOST_WRITE),
-        ),
-        Fault::Terminate | Fault::AbortAfterAcquire => (
-            B::Doctored(Doctor::AbortedKept),
-            Expect::Violation(KEPT_WRITE),
-        ),
-        Fault::CommitCrash => (
-            B::Doctored(Doctor::ResolutionSwapped),
-            Expect::Violation(KEPT_WRITE),
-        ),
-        Fault::Cancel | Fault::StatementTimeout => (
-            B::Build(BrokenBuild::CancelledWaitGrants),
-            Expect::Violation(&[Invariant::MutualExclusion, Invariant::GrantEpochFresh]),
-        ),
-        Fault::LockTimeout => (
-            B::Doctored(Doctor::CancelledWriteKept),
-            Expect::Violation(KEPT_WRITE),
-        ),
-        // Leases of the lapse campaign are taken over by whoever comes first: whether an
-        // old holder renews before a takeover is a race, a doctored grant is not.
-        Fault::Lapse => (
-            B::Doctored(Doctor::LapseIgnored),
-            Expect::Violation(LAPSE_IGNORED),
-        ),
-        Fault::ClientPause | Fault::ShortTtl | Fault::DowntimeExpiry | Fault::ServerPause => (
-            B::Build(BrokenBuild::RenewIgnoresExpiry),
-            Expect::Violation(RENEW_AFTER_LAPSE),
-        ),
-        Fault::CutClose | Fault::CutReset | Fault::CutBlackhole => {
-            (B::FaultMisses, Expect::NotInjected)
-        }
-        Fault::WaitWake => (B::Build(BrokenBuild::SlowWake), Expect::Unexpected("woke")),
-    };
-    Control { breakage, expects }
+    fault.spec().control
 }
 
 /// Whether `result` is the failure `expects` names.
@@ -279,17 +249,9 @@ pub async fn run(
     build: &ExtensionFiles,
     breakage: Option<Breakage>,
 ) -> CheckResult {
-    match fault {
-        Fault::Crash
-        | Fault::RestartImmediate
-        | Fault::RestartFast
-        | Fault::SyncCommitOffCrash
-        | Fault::ServerPause
-        | Fault::CutClose
-        | Fault::CutReset
-        | Fault::CutBlackhole
-        | Fault::Lapse => campaigns::run(fault, install, build, breakage).await,
-        _ => scripted::run(fault, install, build, breakage).await,
+    match fault.spec().situation {
+        Situation::Campaign(plan) => campaigns::run(fault, plan, install, build, breakage).await,
+        Situation::Scripted(script) => scripted::run(fault, script, install, build, breakage).await,
     }
 }
 

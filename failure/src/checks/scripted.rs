@@ -29,20 +29,60 @@ fn expect(ok: bool, what: impl FnOnce() -> String) -> Result<(), CheckFailure> {
     }
 }
 
-fn setup(fault: Fault) -> Setup {
+/// A scripted situation (one function below each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Script {
+    /// `terminate`: a backend terminated idle in a transaction holding a grant, and mid-wait.
+    Terminate,
+    /// `cancel`: a blocking acquire mid-wait and a renew waiting for a row lock cancelled.
+    Cancel,
+    /// `timeout_in_wait`: a server-side timeout fires inside a blocking acquire's wait.
+    TimeoutInWait(TimeoutIn),
+    /// `client_pause`: the holder stops for twice its TTL.
+    ClientPause,
+    /// `short_ttl`: work longer than the lease, three times.
+    ShortTtl,
+    /// `downtime_expiry`: a lease expires while the server is down.
+    DowntimeExpiry,
+    /// `abort_after_acquire`: a transaction acquires, then rolls back.
+    AbortAfterAcquire,
+    /// `commit_crash`: the server crashes with two COMMITs in flight.
+    CommitCrash,
+    /// `wait_wake`: a release wakes a blocked waiter within the poll bound.
+    WaitWake,
+}
+
+/// The timeout of [`Script::TimeoutInWait`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeoutIn {
+    /// `statement_timeout` fires inside the acquire's own wait.
+    Statement,
+    /// `lock_timeout` fires while the acquire waits for an open transaction's row.
+    Lock,
+}
+
+fn setup(script: Script) -> Setup {
     let options = |o: &str| Setup {
         session_options: Some(o.to_string()),
         ..Setup::default()
     };
-    match fault {
-        Fault::StatementTimeout => options("-c statement_timeout=300"),
-        Fault::LockTimeout => options("-c lock_timeout=300"),
-        _ => Setup::default(),
+    match script {
+        Script::TimeoutInWait(TimeoutIn::Statement) => options("-c statement_timeout=300"),
+        Script::TimeoutInWait(TimeoutIn::Lock) => options("-c lock_timeout=300"),
+        Script::Terminate
+        | Script::Cancel
+        | Script::ClientPause
+        | Script::ShortTtl
+        | Script::DowntimeExpiry
+        | Script::AbortAfterAcquire
+        | Script::CommitCrash
+        | Script::WaitWake => Setup::default(),
     }
 }
 
 pub(super) async fn run(
     fault: Fault,
+    script: Script,
     install: &PgInstall,
     under_test: &ExtensionFiles,
     breakage: Option<Breakage>,
@@ -56,9 +96,9 @@ pub(super) async fn run(
             FaultError::not_injected(fault.name(), "the broken build no longer applies").into(),
         );
     };
-    let rig = Rig::start(install, &build, &setup(fault)).await?;
+    let rig = Rig::start(install, &build, &setup(script)).await?;
     let postgres = rig.postgres.clone();
-    let played = scenario(fault, &rig).await;
+    let played = scenario(script, fault, &rig).await;
     let history = rig.finish().await;
     let (mut history, evidence) = match (history, played) {
         (Ok(h), Ok(evidence)) => (h, evidence),
@@ -90,18 +130,18 @@ pub(super) async fn run(
     })
 }
 
-fn scenario<'a>(fault: Fault, rig: &'a Rig) -> Scenario<'a> {
-    match fault {
-        Fault::Terminate => Box::pin(terminate(rig)),
-        Fault::Cancel => Box::pin(cancel(rig)),
-        Fault::StatementTimeout => Box::pin(timeout_in_wait(rig, Fault::StatementTimeout)),
-        Fault::LockTimeout => Box::pin(timeout_in_wait(rig, Fault::LockTimeout)),
-        Fault::ClientPause => Box::pin(client_pause(rig)),
-        Fault::ShortTtl => Box::pin(short_ttl(rig)),
-        Fault::DowntimeExpiry => Box::pin(downtime_expiry(rig)),
-        Fault::AbortAfterAcquire => Box::pin(abort_after_acquire(rig)),
-        Fault::CommitCrash => Box::pin(commit_crash(rig)),
-        _ => Box::pin(wait_wake(rig)),
+/// `script` played on `rig`; `fault` names the nemesis events it records.
+fn scenario<'a>(script: Script, fault: Fault, rig: &'a Rig) -> Scenario<'a> {
+    match script {
+        Script::Terminate => Box::pin(terminate(rig)),
+        Script::Cancel => Box::pin(cancel(rig)),
+        Script::TimeoutInWait(timeout) => Box::pin(timeout_in_wait(rig, fault, timeout)),
+        Script::ClientPause => Box::pin(client_pause(rig, fault)),
+        Script::ShortTtl => Box::pin(short_ttl(rig, fault)),
+        Script::DowntimeExpiry => Box::pin(downtime_expiry(rig, fault)),
+        Script::AbortAfterAcquire => Box::pin(abort_after_acquire(rig, fault)),
+        Script::CommitCrash => Box::pin(commit_crash(rig, fault)),
+        Script::WaitWake => Box::pin(wait_wake(rig, fault)),
     }
 }
 
@@ -337,14 +377,18 @@ async fn cancel(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
 /// statement_timeout (300 ms) fires inside a blocking acquire's wait (of 30 s), or
 /// lock_timeout (300 ms) while a blocking acquire waits for an open transaction's new row:
 /// the call fails with 57014 / 55P03 and changes nothing.
-async fn timeout_in_wait(rig: &Rig, fault: Fault) -> Result<Vec<String>, CheckFailure> {
+async fn timeout_in_wait(
+    rig: &Rig,
+    fault: Fault,
+    timeout: TimeoutIn,
+) -> Result<Vec<String>, CheckFailure> {
     let reach = rig.reach();
     let (mut a, mut b, mut t) = (
         rig.recorder.session(),
         rig.recorder.session(),
         rig.recorder.session(),
     );
-    let lock = fault == Fault::LockTimeout;
+    let lock = timeout == TimeoutIn::Lock;
     let holder = if lock { "txn-holder" } else { "holder" };
     if lock {
         t.begin(model::Isolation::ReadCommitted)
@@ -370,9 +414,9 @@ async fn timeout_in_wait(rig: &Rig, fault: Fault) -> Result<Vec<String>, CheckFa
         t.commit().await.map_err(FaultError::from)?;
     }
     let seen = call(&mut a, inspect("k1")).await?;
-    let (code, text) = match fault {
-        Fault::LockTimeout => ("55P03", "lock timeout"),
-        _ => ("57014", "statement timeout"),
+    let (code, text) = match timeout {
+        TimeoutIn::Lock => ("55P03", "lock timeout"),
+        TimeoutIn::Statement => ("57014", "statement timeout"),
     };
     expect(failed_with(&waited, code, text), || {
         format!("the wait answered {:?}", waited.result)
@@ -393,7 +437,7 @@ async fn timeout_in_wait(rig: &Rig, fault: Fault) -> Result<Vec<String>, CheckFa
 /// The holder stops for twice its TTL: its renew then answers `lapsed`, another owner
 /// takes the key over with a greater epoch, and the holder's renew and release answer
 /// `not_owner`.
-async fn client_pause(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
+async fn client_pause(rig: &Rig, fault: Fault) -> Result<Vec<String>, CheckFailure> {
     let reach = rig.reach();
     let (mut a, mut b) = (rig.recorder.session(), rig.recorder.session());
     let ttl = Interval::millis(300);
@@ -402,7 +446,7 @@ async fn client_pause(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
     // Twice the TTL: the margin covers scheduling delays of the server's clock reads.
     around(
         &reach,
-        Fault::ClientPause,
+        fault,
         "the holder makes no call for 600 ms (TTL 300 ms)",
         tokio::time::sleep(Duration::from_millis(600)),
     )
@@ -427,7 +471,7 @@ async fn client_pause(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
 
 /// A worker whose TTL (40 ms) is shorter than its work (150 ms): each renew answers
 /// `lapsed` and each new acquire gets a greater epoch: a liveness event, never a safety one.
-async fn short_ttl(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
+async fn short_ttl(rig: &Rig, fault: Fault) -> Result<Vec<String>, CheckFailure> {
     let reach = rig.reach();
     let mut w = rig.recorder.session();
     let ttl = Interval::millis(40);
@@ -440,7 +484,7 @@ async fn short_ttl(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
         epochs.push(epoch);
         around(
             &reach,
-            Fault::ShortTtl,
+            fault,
             "150 ms of work under a 40 ms lease",
             tokio::time::sleep(Duration::from_millis(150)),
         )
@@ -463,7 +507,7 @@ async fn short_ttl(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
 
 /// A lease of 1.5 s expires while the server is down (fast shutdown, 1.8 s down): on first
 /// access after the restart it is lapsed (the holder's renew), and it is taken over.
-async fn downtime_expiry(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
+async fn downtime_expiry(rig: &Rig, fault: Fault) -> Result<Vec<String>, CheckFailure> {
     let reach = rig.reach();
     let (mut a, mut b) = (rig.recorder.session(), rig.recorder.session());
     let ttl = Interval::millis(1_500);
@@ -477,15 +521,11 @@ async fn downtime_expiry(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
         }
     };
     let restarted = reach
-        .restart(
-            Fault::DowntimeExpiry,
-            Stop::Fast,
-            Duration::from_millis(1_800),
-        )
+        .restart(fault, Stop::Fast, Duration::from_millis(1_800))
         .await?;
     if !(restarted.down.t0() < expires && expires <= restarted.down.t1()) {
         return Err(FaultError::not_injected(
-            "downtime-expiry",
+            fault.name(),
             format!(
                 "the lease's expiry {expires:?} is not inside the downtime {:?}",
                 restarted.down
@@ -513,21 +553,16 @@ async fn downtime_expiry(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
 
 /// A transaction acquires, then rolls back (by ROLLBACK, and by an error that aborts it):
 /// no effect; the next owner is granted the same epoch, the other key stays never leased.
-async fn abort_after_acquire(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
+async fn abort_after_acquire(rig: &Rig, fault: Fault) -> Result<Vec<String>, CheckFailure> {
     let reach = rig.reach();
     let (mut a, mut b) = (rig.recorder.session(), rig.recorder.session());
     a.begin(model::Isolation::ReadCommitted)
         .await
         .map_err(FaultError::from)?;
     let rolled = call(&mut a, acquire("k1", "aborter", MINUTE)).await?;
-    around(
-        &reach,
-        Fault::AbortAfterAcquire,
-        "ROLLBACK after a grant",
-        a.rollback(),
-    )
-    .await?
-    .map_err(FaultError::from)?;
+    around(&reach, fault, "ROLLBACK after a grant", a.rollback())
+        .await?
+        .map_err(FaultError::from)?;
     let next = call(&mut b, acquire("k1", "next", MINUTE)).await?;
     a.begin(model::Isolation::ReadCommitted)
         .await
@@ -535,7 +570,7 @@ async fn abort_after_acquire(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
     call(&mut a, acquire("k2", "aborter", MINUTE)).await?;
     let invalid = around(
         &reach,
-        Fault::AbortAfterAcquire,
+        fault,
         "an invalid call aborts the transaction",
         call(&mut a, acquire("", "aborter", MINUTE)),
     )
@@ -564,7 +599,7 @@ async fn abort_after_acquire(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
 /// waits for a synchronous standby that does not exist), one not yet (a test trigger
 /// sleeps at commit time). The recorder resolves both through pg_xact_status after the
 /// restart: committed and rolled back; the keys show it.
-async fn commit_crash(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
+async fn commit_crash(rig: &Rig, fault: Fault) -> Result<Vec<String>, CheckFailure> {
     let reach = rig.reach();
     let admin = reach.admin().await?;
     // ALTER SYSTEM runs outside any transaction: one statement per round trip. The trap
@@ -609,7 +644,7 @@ async fn commit_crash(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
             .await
             .map_err(FaultError::db("resetting synchronous_standby_names"))?;
         reach
-            .restart(Fault::CommitCrash, Stop::Crash, Duration::from_millis(200))
+            .restart(fault, Stop::Crash, Duration::from_millis(200))
             .await
     });
     let (a_end, b_end) = (
@@ -654,7 +689,7 @@ const WAKE_BOUND: Duration = Duration::from_millis(50 + 200);
 /// A release wakes a blocked waiter within the poll bound (three rounds): the waiter's
 /// grant instant (its expiry minus its TTL) is at most [`WAKE_BOUND`] after the release's
 /// first server instant.
-async fn wait_wake(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
+async fn wait_wake(rig: &Rig, fault: Fault) -> Result<Vec<String>, CheckFailure> {
     let reach = rig.reach();
     let admin = reach.admin().await?;
     let (mut a, mut b) = (rig.recorder.session(), rig.recorder.session());
@@ -673,7 +708,7 @@ async fn wait_wake(rig: &Rig) -> Result<Vec<String>, CheckFailure> {
                 waiting(&admin, b_pid, "PgSleep").await?;
                 around(
                     &reach,
-                    Fault::WaitWake,
+                    fault,
                     "release while a waiter blocks",
                     call(&mut a, Op::release(key.clone(), "holder".into(), epoch)),
                 )
