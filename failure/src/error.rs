@@ -33,7 +33,7 @@ pub enum FaultError {
     Version {
         name: String,
         found: Option<String>,
-        expected: &'static str,
+        expected: String,
     },
     /// The proxy could not start.
     #[error("the fault proxy: {0}")]

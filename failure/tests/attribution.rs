@@ -50,3 +50,20 @@ async fn a_build_that_errs_before_the_faults_turn_is_a_finding_not_a_fault_not_i
         Ok(p) => panic!("passed: {}", p.verdict),
     }
 }
+
+/// A user's build at another version than this checkout's (the released 0.2.0, as `gate
+/// --extension` installs it): the fault checks judge it at its own control file's version
+/// (a campaign check and a scripted one pass it, as 0.2.0 handles both faults), never
+/// "the build did not install" because it is not at 0.3.0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_at_another_version_is_judged_at_its_own_version() {
+    let major = test_majors()[0];
+    let install = PgInstall::ensure(major).expect("PostgreSQL");
+    let released = ExtensionFiles::version_0_2_0();
+    for fault in [Fault::Crash, Fault::Terminate] {
+        match checks::run(fault, &install, &released, None).await {
+            Ok(_) => {}
+            Err(e) => panic!("{fault:?} on 0.2.0: {} {e}", e.name()),
+        }
+    }
+}

@@ -156,7 +156,8 @@ pub struct Campaign {
     pub history_file: Option<PathBuf>,
     /// Install and create this build instead of the target's own files (e.g. a copy of
     /// pg_lease under a name of its own, which other checkouts sharing the extension
-    /// directory do not rewrite mid-run). Its `extversion` must be [`VERSION`].
+    /// directory do not rewrite mid-run). Its `extversion` must be its control file's
+    /// `default_version`.
     pub build: Option<ExtensionFiles>,
     /// Where sessions connect (e.g. a fault-injecting proxy in front of the cluster);
     /// none: the cluster itself.
@@ -190,12 +191,14 @@ impl Campaign {
         }
     }
 
-    /// The version the created extension must be at: the build's ([`VERSION`]) or the
-    /// target's.
-    pub fn expected_version(&self) -> &'static str {
-        match self.build {
-            Some(_) => VERSION,
-            None => self.target.version(),
+    /// The version the created extension must be at: the build's control file's
+    /// `default_version` (a user's 0.2.0 build is at 0.2.0), or the target's.
+    pub fn expected_version(&self) -> String {
+        match &self.build {
+            Some(build) => build
+                .default_version()
+                .unwrap_or_else(|| VERSION.to_string()),
+            None => self.target.version().to_string(),
         }
     }
 
@@ -243,7 +246,7 @@ pub enum InfraError {
     #[error("CREATE EXTENSION for {target} installed version {found:?}, expected {expected} (another checkout rewrote the files?)")]
     Version {
         target: String,
-        expected: &'static str,
+        expected: String,
         found: Option<String>,
     },
     #[error("the session setup of {target} failed: {source}")]
@@ -675,7 +678,7 @@ pub async fn prepare(
             target: target.clone(),
             source: source.into(),
         })?;
-    if found.as_deref() != Some(campaign.expected_version()) {
+    if found.as_deref() != Some(campaign.expected_version().as_str()) {
         return Err(InfraError::Version {
             target,
             expected: campaign.expected_version(),

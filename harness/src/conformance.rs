@@ -359,6 +359,7 @@ pub fn checks() -> Vec<Check> {
         check!(a_read_only_transaction_refuses_writes_with_25006),
         check!(lock_timeout_fails_a_waiting_call_with_55p03),
         check!(a_write_that_waited_across_its_leases_expiry_answers_lapsed),
+        check!(a_first_grant_that_waited_for_a_rolled_back_insert_is_dated_after_it),
         check!(the_api_and_the_lease_table_have_the_contracts_types),
         check!(epochs_count_past_2_31),
         check!(every_valid_key_owner_and_interval_is_accepted),

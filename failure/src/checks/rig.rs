@@ -114,7 +114,7 @@ impl Rig {
     }
 }
 
-/// A fresh database with `files`' extension created at this checkout's version.
+/// A fresh database with `files`' extension created at its control file's version.
 async fn created(cluster: &Cluster, files: &ExtensionFiles) -> Result<String, FaultError> {
     let db = cluster
         .fresh_database_with("nemesis", &files.name)
@@ -138,11 +138,16 @@ async fn created(cluster: &Cluster, files: &ExtensionFiles) -> Result<String, Fa
         .await
         .map_err(FaultError::db("reading extversion"))?
         .and_then(|r| r.try_get(0).ok());
-    if version.as_deref() != Some(harness::extension::VERSION) {
+    // What CREATE EXTENSION must have installed: the control file's default_version (a
+    // user's 0.2.0 build is at 0.2.0, not at the shipped version).
+    let expected = files
+        .default_version()
+        .unwrap_or_else(|| harness::extension::VERSION.to_string());
+    if version.as_deref() != Some(expected.as_str()) {
         return Err(FaultError::Version {
             name: files.name.clone(),
             found: version,
-            expected: harness::extension::VERSION,
+            expected,
         });
     }
     Ok(db)

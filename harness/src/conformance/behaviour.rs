@@ -433,8 +433,9 @@ pub(super) async fn blocking_waiters_never_stall_the_holders_renew(ctx: &Ctx<'_>
     Ok(())
 }
 
-/// Waits until the backend `pid` waits for a lock (at most 5 s).
-async fn until_lock_wait(ctx: &Ctx<'_>, db: &str, pid: i32) -> CheckResult {
+/// Waits until the backend `pid` waits for a lock (at most 5 s); `what` names the lock in
+/// the failure when it never does.
+async fn until_lock_wait(ctx: &Ctx<'_>, db: &str, pid: i32, what: &str) -> CheckResult {
     let c = ctx.connect(db).await?;
     let deadline = Instant::now() + S(5);
     loop {
@@ -450,7 +451,7 @@ async fn until_lock_wait(ctx: &Ctx<'_>, db: &str, pid: i32) -> CheckResult {
             return Ok(());
         }
         if Instant::now() >= deadline {
-            return Err("the waiter never blocked on the takeover's row lock".into());
+            return Err(format!("the waiter never blocked on {what} within 5 s").into());
         }
         tokio::time::sleep(MS(10)).await;
     }
@@ -476,7 +477,7 @@ pub(super) async fn a_waiter_that_lost_a_race_never_stalls_the_holders_renew(
     let got = call(&mut s2, acquire("k", "s2", S(60), Duration::ZERO)).await?;
     let ep = grant!(script, got);
     let waiter = tokio::spawn(async move { call(&mut s3, acquire("k", "s3", S(60), S(3))).await });
-    until_lock_wait(ctx, &db, pid3).await?;
+    until_lock_wait(ctx, &db, pid3, "the takeover's row lock").await?;
     s2.commit().await.map_err(infra)?;
     tokio::time::sleep(MS(300)).await;
     let start = Instant::now();

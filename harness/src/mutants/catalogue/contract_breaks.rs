@@ -221,6 +221,21 @@ pub const LOCK_LIVE_READS_CLOCK_BEFORE_LOCK: Mutant = Mutant {
     caught_by: &["a_write_that_waited_across_its_leases_expiry_answers_lapsed"],
 };
 
+/// The first grant of a never-leased key keeps the expiry its INSERT computed: the clock
+/// read before the insert waited for another transaction inserting the same key, so after
+/// that transaction rolls back the grant comes back already expired (pg_lease 0.2.0's bug).
+pub const FIRST_GRANT_KEEPS_THE_INSERTS_CLOCK: Mutant = Mutant {
+    name: "first_grant_keeps_the_inserts_clock",
+    breaks: "a first grant keeps the expiry its INSERT computed before waiting for a concurrent inserter of the key: after that inserter rolls back, the grant is already expired",
+    kill: Kill::Finding("first-grant clock class"),
+    hunt: CHECKS,
+    edits: &[(
+        "           SET expires_at = (v_now AT TIME ZONE 'UTC' + p_ttl) AT TIME ZONE 'UTC'\n         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch, l.expires_at;",
+        "           SET expires_at = l.expires_at\n         WHERE l.key = p_key COLLATE \"C\"\n        RETURNING l.epoch, l.expires_at;",
+    )],
+    caught_by: &["a_first_grant_that_waited_for_a_rolled_back_insert_is_dated_after_it"],
+};
+
 /// A blocking acquire whose last sleep reaches its deadline sleeps one poll interval
 /// (50 ms) more before it gives up.
 pub const WAIT_OVERSLEEPS_ITS_DEADLINE: Mutant = Mutant {
