@@ -29,43 +29,7 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 use tokio_postgres::Client;
 
-/// Why a check failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Failure {
-    /// pg_lease broke the behaviour the check documents (a finding about the extension).
-    #[error("{0}")]
-    Violation(String),
-    /// The check could not reach a verdict: installing, connecting, starting or stopping a
-    /// cluster, recording, a call without an answer, a lost connection.
-    #[error("infrastructure failure: {0}")]
-    Infrastructure(String),
-}
-
-impl Failure {
-    pub fn is_violation(&self) -> bool {
-        matches!(self, Failure::Violation(_))
-    }
-
-    /// The explanation, without the kind.
-    pub fn message(&self) -> &str {
-        match self {
-            Failure::Violation(m) | Failure::Infrastructure(m) => m,
-        }
-    }
-}
-
-/// The checks' own assertions state violations.
-impl From<String> for Failure {
-    fn from(why: String) -> Self {
-        Failure::Violation(why)
-    }
-}
-
-impl From<&str> for Failure {
-    fn from(why: &str) -> Self {
-        Failure::Violation(why.to_string())
-    }
-}
+pub use crate::judgement::{Failure, Outcome};
 
 /// The harness could not do what the check needed.
 fn infra(e: impl std::fmt::Display) -> Failure {
@@ -176,23 +140,15 @@ impl Ctx<'_> {
     }
 }
 
-/// The outcome of one check.
-#[derive(Debug, Clone)]
-pub struct CheckOutcome {
-    pub name: &'static str,
-    pub result: CheckResult,
-    pub elapsed: Duration,
-}
-
 /// The outcome of a suite run.
 #[derive(Debug, Clone)]
 pub struct Report {
     pub version: String,
-    pub outcomes: Vec<CheckOutcome>,
+    pub outcomes: Vec<Outcome>,
 }
 
 impl Report {
-    pub fn failures(&self) -> impl Iterator<Item = &CheckOutcome> {
+    pub fn failures(&self) -> impl Iterator<Item = &Outcome> {
         self.outcomes.iter().filter(|o| o.result.is_err())
     }
 
@@ -291,7 +247,7 @@ pub async fn run_with(
                 check.name
             ))),
         };
-        outcomes.push(CheckOutcome {
+        outcomes.push(Outcome {
             name: check.name,
             result,
             elapsed: start.elapsed(),

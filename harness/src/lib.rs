@@ -14,6 +14,7 @@ pub mod extension;
 pub mod fate;
 pub mod fenced;
 pub mod installcheck;
+pub mod judgement;
 pub mod late;
 pub mod liveness;
 pub mod matrix;

@@ -9,8 +9,8 @@
 //! unchanged; a planted object has no effect when a lease call answers as if it were not
 //! there while an unqualified use of the same name in the same session does reach it.
 //!
-//! A check ends in [`CheckError::Violated`] when pg_lease does something the check forbids,
-//! and in [`CheckError::Infrastructure`] when the check could not be carried out (a
+//! A check ends in [`Failure::Violation`] when pg_lease does something the check forbids,
+//! and in [`Failure::Infrastructure`] when the check could not be carried out (a
 //! statement of the harness failed, a tool is missing or hung): never a pass.
 //!
 //! [`hostile`] is the hostile-input property (arbitrary arguments give a result or 22023
@@ -61,78 +61,20 @@ pub fn describe_db(err: &tokio_postgres::Error) -> String {
     }
 }
 
-/// Why a check did not pass.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CheckError {
-    /// pg_lease broke the property the check names.
-    Violated(String),
-    /// The check could not be carried out; no verdict.
-    Infrastructure(String),
-}
+pub use crate::judgement::{Failure, Outcome};
 
-impl fmt::Display for CheckError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CheckError::Violated(why) => write!(f, "violated: {why}"),
-            CheckError::Infrastructure(why) => write!(f, "infrastructure failure: {why}"),
-        }
-    }
-}
-
-impl From<SecurityError> for CheckError {
-    fn from(e: SecurityError) -> Self {
-        match e {
-            SecurityError::Lease(e) => CheckError::from(e),
-            other => CheckError::Infrastructure(other.to_string()),
-        }
-    }
-}
-
-impl From<tokio_postgres::Error> for CheckError {
-    fn from(e: tokio_postgres::Error) -> Self {
-        CheckError::Infrastructure(format!("database error: {}", describe_db(&e)))
-    }
-}
-
-impl From<PgError> for CheckError {
-    fn from(e: PgError) -> Self {
-        CheckError::Infrastructure(e.to_string())
-    }
-}
-
-impl From<tools::ToolError> for CheckError {
-    fn from(e: tools::ToolError) -> Self {
-        CheckError::Infrastructure(e.to_string())
-    }
-}
-
-/// A lease call that failed: an answer outside the API (an error the target raised outside
-/// its contract, a result of another shape or type) is a finding; the rest (a lost
-/// connection, the harness's own bug, a refusal the check did not expect) is no verdict.
-impl From<crate::client::LeaseError> for CheckError {
-    fn from(e: crate::client::LeaseError) -> Self {
-        use crate::client::LeaseError;
-        match e {
-            LeaseError::OutsideContract { .. } | LeaseError::Unexpected(_) => {
-                CheckError::Violated(format!("lease call: {e}"))
-            }
-            e => CheckError::Infrastructure(format!("lease call: {e}")),
-        }
-    }
-}
-
-type CheckResult = Result<(), CheckError>;
+type CheckResult = Result<(), Failure>;
 type CheckFuture<'a> = Pin<Box<dyn Future<Output = CheckResult> + Send + 'a>>;
 
 macro_rules! violated {
     ($($fmt:tt)+) => {
-        return Err(CheckError::Violated(format!($($fmt)+)))
+        return Err(Failure::Violation(format!($($fmt)+)))
     };
 }
 
 macro_rules! infra {
     ($($fmt:tt)+) => {
-        return Err(CheckError::Infrastructure(format!($($fmt)+)))
+        return Err(Failure::Infrastructure(format!($($fmt)+)))
     };
 }
 
@@ -164,14 +106,6 @@ impl Ctx<'_> {
     }
 }
 
-/// The outcome of one check.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    pub name: &'static str,
-    pub result: CheckResult,
-    pub elapsed: Duration,
-}
-
 /// The outcomes of a suite run against one extension on one server.
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -196,8 +130,8 @@ impl Report {
         for o in &self.outcomes {
             let mark = match &o.result {
                 Ok(()) => "ok  ",
-                Err(CheckError::Violated(_)) => "FAIL",
-                Err(CheckError::Infrastructure(_)) => "INFR",
+                Err(Failure::Violation(_)) => "FAIL",
+                Err(Failure::Infrastructure(_)) => "INFR",
             };
             out.push_str(&format!(
                 "{mark} {:<72} {:>6.2}s\n",
@@ -343,7 +277,7 @@ pub async fn run_against(
         let start = Instant::now();
         let result = match tokio::time::timeout(CHECK_TIMEOUT, (check.run)(&ctx)).await {
             Ok(r) => r,
-            Err(_) => Err(CheckError::Infrastructure(format!(
+            Err(_) => Err(Failure::Infrastructure(format!(
                 "the check did not finish within {CHECK_TIMEOUT:?}"
             ))),
         };

@@ -6,10 +6,9 @@
 //! the key-length or interval bound fail the property by the violation each names.
 
 use harness::extension::{ExtensionFiles, MUTANTS};
+use harness::judgement::Failure;
 use harness::pg::{shared, test_majors, Cluster, PgInstall};
-use harness::security::hostile::{
-    self, run_case, Call, CaseFailure, CaseOutcome, IntervalInput, Target,
-};
+use harness::security::hostile::{self, run_case, Call, CaseOutcome, IntervalInput, Target};
 use harness::security::Fixture;
 use model::time::Interval;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -328,7 +327,7 @@ fn builds_without_the_input_bounds_fail_the_property() {
             let verdict = run_case(&target, &call).await;
             f.drop_all().await.expect("drop the fixture");
             match verdict {
-                Err(CaseFailure::Violated(why)) if why.contains(named) => {}
+                Err(Failure::Violation(why)) if why.contains(named) => {}
                 other => panic!(
                     "{}: {other:?}; expected a violation naming {named:?}",
                     mutant.name

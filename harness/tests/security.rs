@@ -8,7 +8,7 @@
 
 use harness::extension::ExtensionFiles;
 use harness::pg::{shared, test_majors, PgInstall};
-use harness::security::{self, CheckError, Report};
+use harness::security::{self, Failure, Report};
 
 /// What pg_lease 0.1.0 fails (measured), with the text each violation must contain; every
 /// other check must pass on it.
@@ -93,7 +93,7 @@ fn judge(major: u32, report: &Report, expected_failures: &[(&str, &str)]) -> Vec
         let expected = expected_failures.iter().find(|(n, _)| *n == o.name);
         match (&o.result, expected) {
             (Ok(()), None) => {}
-            (Err(CheckError::Violated(why)), Some((_, text))) if why.contains(text) => {}
+            (Err(Failure::Violation(why)), Some((_, text))) if why.contains(text) => {}
             (result, expected) => problems.push(format!(
                 "PG {major} {}: {}: {result:?}; expected {}",
                 report.extension,
@@ -261,7 +261,7 @@ async fn transaction_shape_checks_fail_on_their_catalogue_controls() {
         println!("mutant {mutant} ({}):\n{}", m.breaks, report.render());
         assert_eq!(report.outcomes.len(), 1);
         let o = &report.outcomes[0];
-        if !matches!(&o.result, Err(CheckError::Violated(why)) if why.contains(text)) {
+        if !matches!(&o.result, Err(Failure::Violation(why)) if why.contains(text)) {
             escaped.push(format!(
                 "{mutant}: {check} gave {:?}; expected a violation containing {text:?}",
                 o.result
@@ -306,7 +306,7 @@ async fn every_security_mutant_is_caught_by_the_checks_that_guard_it() {
                 .find(|(m, c, _)| *m == mutant.name && *c == o.name)
                 .map(|(_, _, t)| *t)
                 .expect("every guarding check names its violation");
-            if !matches!(&o.result, Err(CheckError::Violated(why)) if why.contains(text)) {
+            if !matches!(&o.result, Err(Failure::Violation(why)) if why.contains(text)) {
                 escaped.push(format!(
                     "{}: {} gave {:?}; expected a violation containing {text:?}",
                     mutant.name, o.name, o.result
@@ -388,7 +388,7 @@ async fn an_update_without_the_lock_guard_freezes_lease_calls() {
     println!("{}", report.render());
     let outcome = report.outcome(CHECK).expect("the check ran");
     assert!(
-        matches!(&outcome.result, Err(CheckError::Violated(why))
+        matches!(&outcome.result, Err(Failure::Violation(why))
             if why.contains("update class:") && why.contains("made lease calls wait behind it")),
         "{:?}",
         outcome.result

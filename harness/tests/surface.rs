@@ -4,7 +4,7 @@
 use harness::extension::ExtensionFiles;
 use harness::pg::{shared, test_majors, PgInstall};
 use harness::security::surface::{self, Class, Control, Role, SurfaceOptions};
-use harness::security::CheckError;
+use harness::security::Failure;
 
 fn full() -> bool {
     std::env::var("LEASECHECK_SURFACE_FULL").is_ok_and(|v| v == "1")
@@ -124,7 +124,7 @@ async fn every_statement_class_is_found_on_its_negative_control() {
             let found = outcomes.iter().find(|o| o.class == class.name);
             let wanted = format!("as {role}, ");
             match found.map(|o| &o.result) {
-                Some(Err(CheckError::Violated(why))) if why.starts_with(&wanted) => {
+                Some(Err(Failure::Violation(why))) if why.starts_with(&wanted) => {
                     println!(
                         "{name}: {}: {}",
                         class.name,

@@ -112,6 +112,27 @@ impl CheckResult {
     }
 }
 
+impl CheckResult {
+    /// A harness check's judgement (conformance, security, attack surface): a violation
+    /// is a finding, an infrastructure failure no verdict with the cause its text names.
+    pub fn judged(
+        name: impl Into<String>,
+        result: Result<(), harness::judgement::Failure>,
+        elapsed: Duration,
+    ) -> CheckResult {
+        use harness::judgement::Failure;
+        match result {
+            Ok(()) => CheckResult::passed(name, elapsed),
+            Err(Failure::Violation(why)) => CheckResult::failed(name, why, elapsed),
+            Err(Failure::Infrastructure(why)) => CheckResult::infrastructure(
+                name,
+                super::no_verdict::of_text(&why).message(why),
+                elapsed,
+            ),
+        }
+    }
+}
+
 /// How every skipped check's message starts.
 pub const SKIPPED_NEEDS: &str = "needs a managed server";
 

@@ -409,17 +409,10 @@ async fn conformance(ctx: &Ctx<'_>) -> SuiteResult {
 
 /// The conformance check `name` against the build.
 async fn conformance_check(ctx: &Ctx<'_>, name: &'static str) -> CheckResult {
-    use harness::conformance::Failure;
     let report =
         harness::conformance::run_against(ctx.cluster, ctx.extension(), |n| n == name).await;
     match report.outcomes.into_iter().next() {
-        Some(o) => match o.result {
-            Ok(()) => CheckResult::passed(name, o.elapsed),
-            Err(Failure::Violation(why)) => CheckResult::failed(name, why, o.elapsed),
-            Err(Failure::Infrastructure(why)) => {
-                CheckResult::infrastructure(name, no_verdict::of_text(&why).message(why), o.elapsed)
-            }
-        },
+        Some(o) => CheckResult::judged(name, o.result, o.elapsed),
         None => CheckResult::infrastructure(
             name,
             Cause::Harness.message("the check did not run"),
@@ -638,7 +631,6 @@ async fn one_plan(ctx: &Ctx<'_>, stage: &Stage<'_>, name: &str, plan: &Plan) -> 
 }
 
 async fn security(ctx: &Ctx<'_>) -> SuiteResult {
-    use harness::security::CheckError;
     let why = "it logs in as roles it creates (trust authentication), runs this machine's \
                pg_dump and psql against the server and crashes it";
     let names: Vec<&str> = harness::security::checks().iter().map(|c| c.name).collect();
@@ -654,20 +646,10 @@ async fn security(ctx: &Ctx<'_>) -> SuiteResult {
                 harness::security::run_against(ctx.cluster, ctx.extension(), |n| n == check.name)
                     .await;
             match report.outcomes.into_iter().next() {
-                Some(o) => match o.result {
-                    Ok(()) => CheckResult::passed(check.name, o.elapsed),
-                    Err(CheckError::Violated(why)) => {
-                        CheckResult::failed(check.name, why, o.elapsed)
-                    }
-                    Err(CheckError::Infrastructure(why)) => CheckResult::infrastructure(
-                        check.name,
-                        no_verdict::of_text(&why).message(why),
-                        o.elapsed,
-                    ),
-                },
+                Some(o) => CheckResult::judged(check.name, o.result, o.elapsed),
                 None => CheckResult::infrastructure(
                     check.name,
-                    "the check did not run".into(),
+                    Cause::Harness.message("the check did not run"),
                     Duration::ZERO,
                 ),
             }

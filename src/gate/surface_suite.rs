@@ -6,7 +6,6 @@ use super::outcome::CheckResult;
 use super::suites::Ctx;
 use super::Size;
 use harness::security::surface::{self, Control, Shape, SurfaceOptions, CLASSES, LIMITATIONS};
-use harness::security::CheckError;
 use std::fmt::Write;
 use std::time::Duration;
 
@@ -24,16 +23,7 @@ pub async fn checks(ctx: &Ctx<'_>) -> Vec<CheckResult> {
     match surface::run(ctx.cluster, &ctx.build.files.name, &options).await {
         Ok(outcomes) => outcomes
             .into_iter()
-            .map(|o| {
-                let name = format!("{PREFIX}{}", o.class);
-                match o.result {
-                    Ok(()) => CheckResult::passed(name, o.elapsed),
-                    Err(CheckError::Violated(why)) => CheckResult::failed(name, why, o.elapsed),
-                    Err(CheckError::Infrastructure(why)) => {
-                        CheckResult::infrastructure(name, why, o.elapsed)
-                    }
-                }
-            })
+            .map(|o| CheckResult::judged(format!("{PREFIX}{}", o.class), o.result, o.elapsed))
             .collect(),
         Err(e) => vec![CheckResult::infrastructure(
             format!("{PREFIX}the suite"),

@@ -8,7 +8,7 @@
 
 use super::{infra, CheckResult, Ctx, Failure};
 use crate::security::hostile::{
-    run_case, Call, CaseFailure, IntervalInput, Target, WATCHED_KEYS, WATCHED_OWNERS,
+    run_case, Call, IntervalInput, Target, WATCHED_KEYS, WATCHED_OWNERS,
 };
 use model::Interval;
 
@@ -277,7 +277,7 @@ async fn run_all(ctx: &Ctx<'_>, cases: &[Call], what: &str) -> CheckResult {
     for case in cases {
         match run_case(&target, case).await {
             Ok(_) => {}
-            Err(CaseFailure::Violated(why)) => {
+            Err(Failure::Violation(why)) => {
                 failures.push(format!(
                     "{}: {why}",
                     crate::matrix::shorten(&format!("{case:?}"))
@@ -286,7 +286,7 @@ async fn run_all(ctx: &Ctx<'_>, cases: &[Call], what: &str) -> CheckResult {
                     break;
                 }
             }
-            Err(CaseFailure::Infrastructure(why)) => return Err(infra(format!("{case:?}: {why}"))),
+            Err(Failure::Infrastructure(why)) => return Err(infra(format!("{case:?}: {why}"))),
         }
     }
     match failures.is_empty() {

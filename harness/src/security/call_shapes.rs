@@ -24,7 +24,7 @@ fn answer(
     acquired: Option<bool>,
     epoch: Option<i64>,
     expires_at: Option<DateTime<Utc>>,
-) -> Result<Acquire, CheckError> {
+) -> Result<Acquire, Failure> {
     match (acquired, epoch, expires_at) {
         (Some(true), Some(epoch), Some(expires_at)) => Ok(Acquire::Acquired { epoch, expires_at }),
         (Some(false), None, None) => Ok(Acquire::Denied),
@@ -93,12 +93,12 @@ fn model_allows(
 }
 
 /// The server's clock as the model reads it.
-async fn now(c: &Client) -> Result<Ts, CheckError> {
+async fn now(c: &Client) -> Result<Ts, Failure> {
     Ok(Ts(crate::client::server_now(c).await?.timestamp_micros()))
 }
 
-fn span(t0: Ts, t1: Ts) -> Result<Span, CheckError> {
-    Span::new(t0, t1).map_err(|e| CheckError::Infrastructure(format!("server clock: {e}")))
+fn span(t0: Ts, t1: Ts) -> Result<Span, Failure> {
+    Span::new(t0, t1).map_err(|e| Failure::Infrastructure(format!("server clock: {e}")))
 }
 
 /// Lease calls in the caller's own row triggers: a BEFORE row trigger that acquires the
@@ -311,7 +311,7 @@ pub(super) async fn cursors_over_the_api_call_when_fetched(ctx: &Ctx<'_>) -> Che
     finish(f, result).await
 }
 
-async fn fetch_acquire(c: &Client, cursor: &str) -> Result<Acquire, CheckError> {
+async fn fetch_acquire(c: &Client, cursor: &str) -> Result<Acquire, Failure> {
     let rows = c.query(&format!("FETCH ALL FROM {cursor}"), &[]).await?;
     let [row] = &rows[..] else {
         violated!(

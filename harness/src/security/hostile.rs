@@ -16,7 +16,7 @@
 //! statement of their own first: a cast the server refuses never reaches pg_lease, and the
 //! case shows that the same cast inside the call fails the same way, before any lease code.
 
-use super::{describe_db, table_rows, LeaseRow, SecurityError};
+use super::{describe_db, table_rows, Failure, LeaseRow, SecurityError};
 use crate::extension::Mutant;
 use bytes::{Buf, BufMut, BytesMut};
 use chrono::{DateTime, Utc};
@@ -118,36 +118,6 @@ pub enum CaseOutcome {
     Invalid { detail: String },
     /// The server refused to cast a text interval (SQLSTATE): the call was never made.
     CastRefused { code: String, text: String },
-}
-
-/// Why a case failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CaseFailure {
-    /// pg_lease broke the property.
-    Violated(String),
-    /// The case could not be carried out.
-    Infrastructure(String),
-}
-
-impl std::fmt::Display for CaseFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CaseFailure::Violated(w) => write!(f, "violated: {w}"),
-            CaseFailure::Infrastructure(w) => write!(f, "infrastructure failure: {w}"),
-        }
-    }
-}
-
-impl From<SecurityError> for CaseFailure {
-    fn from(e: SecurityError) -> Self {
-        CaseFailure::Infrastructure(e.to_string())
-    }
-}
-
-impl From<tokio_postgres::Error> for CaseFailure {
-    fn from(e: tokio_postgres::Error) -> Self {
-        CaseFailure::Infrastructure(describe_db(&e))
-    }
 }
 
 /// How long one call may run before the harness's statement timeout cancels it: a valid
@@ -278,7 +248,7 @@ async fn resolve(
 }
 
 /// Runs one case and judges it. Every call changes at most what the spec allows.
-pub async fn run_case(t: &Target<'_>, call: &Call) -> Result<CaseOutcome, CaseFailure> {
+pub async fn run_case(t: &Target<'_>, call: &Call) -> Result<CaseOutcome, Failure> {
     // Text intervals: the server casts them on their own first.
     let (ttl_in, wait_in) = match call {
         Call::Acquire { ttl, wait, .. } => (ttl.clone(), wait.clone()),
@@ -332,7 +302,7 @@ pub async fn run_case(t: &Target<'_>, call: &Call) -> Result<CaseOutcome, CaseFa
     let watched_after = inspect_watched(t.caller).await?;
     // A lease may lapse between t1 and the inspects after it: judged against this instant.
     let inspected_by = server_now(t.su).await?;
-    let span = Span::new(t0, t1).map_err(|e| CaseFailure::Infrastructure(e.to_string()))?;
+    let span = Span::new(t0, t1).map_err(|e| Failure::Infrastructure(e.to_string()))?;
     let store_before = store_of(&rows_before);
     let store_after = store_of(&rows_after);
     let spec = Spec::default();
@@ -340,7 +310,7 @@ pub async fn run_case(t: &Target<'_>, call: &Call) -> Result<CaseOutcome, CaseFa
 
     let (observed, outcome) = match result {
         Ok(rows) => {
-            let observed = outcome_of(call, &rows).map_err(CaseFailure::Violated)?;
+            let observed = outcome_of(call, &rows).map_err(Failure::Violation)?;
             (
                 observed.clone(),
                 CaseOutcome::Answered(format!("{observed:?}")),
@@ -348,7 +318,7 @@ pub async fn run_case(t: &Target<'_>, call: &Call) -> Result<CaseOutcome, CaseFa
         }
         Err(e) => {
             let Some(db) = e.as_db_error() else {
-                return Err(CaseFailure::Infrastructure(format!(
+                return Err(Failure::Infrastructure(format!(
                     "the call got no answer from the server: {}",
                     describe_db(&e)
                 )));
@@ -358,7 +328,7 @@ pub async fn run_case(t: &Target<'_>, call: &Call) -> Result<CaseOutcome, CaseFa
             match code {
                 "22023" => {
                     let detail = db.detail().unwrap_or_default().to_string();
-                    check_detail(&violations, &detail).map_err(CaseFailure::Violated)?;
+                    check_detail(&violations, &detail).map_err(Failure::Violation)?;
                     (Outcome::InvalidInput, CaseOutcome::Invalid { detail })
                 }
                 "57014" if model::fate::is_wait_exhausted(code, message) => {
@@ -373,7 +343,7 @@ pub async fn run_case(t: &Target<'_>, call: &Call) -> Result<CaseOutcome, CaseFa
                     )
                 }
                 _ => {
-                    return Err(CaseFailure::Violated(format!(
+                    return Err(Failure::Violation(format!(
                         "SQLSTATE {code} ({message}; DETAIL {:?}; CONTEXT {:?}); expected a result or 22023",
                         db.detail(),
                         db.where_()
@@ -383,26 +353,26 @@ pub async fn run_case(t: &Target<'_>, call: &Call) -> Result<CaseOutcome, CaseFa
         }
     };
     if !violations.is_empty() && observed != Outcome::InvalidInput {
-        return Err(CaseFailure::Violated(format!(
+        return Err(Failure::Violation(format!(
             "an invalid call ({violations:?}) gave {observed:?} instead of 22023"
         )));
     }
     match spec.check(&store_before, &op, span, &observed) {
         Ok(allowed) if allowed.contains(&store_after) => {}
         Ok(allowed) => {
-            return Err(CaseFailure::Violated(format!(
+            return Err(Failure::Violation(format!(
             "the call ({observed:?}) changed lease state to {rows_after:?} from {rows_before:?}; \
                  the spec allows {allowed:?}"
         )))
         }
         Err(m) => {
-            return Err(CaseFailure::Violated(format!(
+            return Err(Failure::Violation(format!(
                 "the outcome {observed:?} is impossible under the spec: {m}"
             )))
         }
     }
     if observed == Outcome::InvalidInput && rows_after != rows_before {
-        return Err(CaseFailure::Violated(format!(
+        return Err(Failure::Violation(format!(
             "an invalid call changed lease.leases from {rows_before:?} to {rows_after:?}"
         )));
     }
@@ -414,7 +384,7 @@ pub async fn run_case(t: &Target<'_>, call: &Call) -> Result<CaseOutcome, CaseFa
         inspected_by,
         observed == Outcome::InvalidInput,
     )
-    .map_err(CaseFailure::Violated)?;
+    .map_err(Failure::Violation)?;
     Ok(outcome)
 }
 
@@ -427,10 +397,10 @@ async fn cast_refused(
     position: usize,
     text: &str,
     err: &tokio_postgres::Error,
-) -> Result<CaseOutcome, CaseFailure> {
+) -> Result<CaseOutcome, Failure> {
     let code = err.code().map(|c| c.code().to_string()).unwrap_or_default();
     if !code.starts_with("22") {
-        return Err(CaseFailure::Infrastructure(format!(
+        return Err(Failure::Infrastructure(format!(
             "casting {text:?} to interval failed with {}, not a data exception",
             describe_db(err)
         )));
@@ -470,20 +440,20 @@ async fn cast_refused(
                 .unwrap_or_default()
                 .to_string();
             if context.contains("lease.") {
-                return Err(CaseFailure::Violated(format!(
+                return Err(Failure::Violation(format!(
                     "the cast of {text:?} failed inside pg_lease code (CONTEXT {context:?})"
                 )));
             }
         }
         other => {
-            return Err(CaseFailure::Violated(format!(
+            return Err(Failure::Violation(format!(
                 "the cast of {text:?} is refused on its own ({code}) but inside the call gave {:?}",
                 other.map(|r| r.len()).map_err(|e| describe_db(&e))
             )))
         }
     }
     if after != before {
-        return Err(CaseFailure::Violated(format!(
+        return Err(Failure::Violation(format!(
             "a call whose interval cast failed changed lease.leases: {before:?} -> {after:?}"
         )));
     }

@@ -245,5 +245,5 @@ pub(super) async fn a_squatted_lease_schema_makes_the_install_fail(ctx: &Ctx<'_>
     }
     .await;
     let cleanup = f.drop_all().await;
-    result.and(cleanup.map_err(CheckError::from))
+    result.and(cleanup.map_err(Failure::from))
 }

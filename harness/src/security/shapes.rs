@@ -64,7 +64,7 @@ pub(super) async fn prepared_transactions_never_hold_a_key(ctx: &Ctx<'_>) -> Che
         Ok(()) => {
             let found = prepared_write_across_a_crash(&mut cluster, &db, epoch).await;
             let _ = cleanup_prepared(&cluster, &db).await;
-            Err(CheckError::Violated(found?))
+            Err(Failure::Violation(found?))
         }
     }
 }
@@ -103,7 +103,7 @@ async fn prepared_write_across_a_crash(
     cluster: &mut Cluster,
     db: &str,
     epoch: i64,
-) -> Result<String, CheckError> {
+) -> Result<String, Failure> {
     cluster.crash_async().await?;
     cluster.resume_async().await?;
     let c = cluster.connect(db).await?;

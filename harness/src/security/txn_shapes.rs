@@ -14,7 +14,7 @@ pub(super) const PROMPT: &str = "2s";
 
 /// Runs `call` on `c` under `statement_timeout = PROMPT` (a call that waits for a lock is
 /// cancelled at the bound, 57014).
-pub(super) async fn promptly<T, F>(c: &Client, call: F) -> Result<Result<T, LeaseError>, CheckError>
+pub(super) async fn promptly<T, F>(c: &Client, call: F) -> Result<Result<T, LeaseError>, Failure>
 where
     F: Future<Output = Result<T, LeaseError>>,
 {
@@ -26,7 +26,7 @@ where
 }
 
 /// A grant at a key of its own (committed), or no verdict.
-async fn granted(c: &Client, key: &str, owner: &str, ttl: Duration) -> Result<i64, CheckError> {
+async fn granted(c: &Client, key: &str, owner: &str, ttl: Duration) -> Result<i64, Failure> {
     match crate::client::acquire(c, key, owner, ttl, Duration::ZERO).await? {
         Acquire::Acquired { epoch, .. } => Ok(epoch),
         Acquire::Denied => infra!("the first acquire of {key} was denied"),

@@ -113,10 +113,10 @@ async fn update_while_held(f: &Fixture<'_>, from: &str, target: &str) -> CheckRe
     stop.store(true, Ordering::Relaxed);
     let probes = probes
         .await
-        .map_err(|e| CheckError::Infrastructure(format!("the probe task failed: {e}")))?;
+        .map_err(|e| Failure::Infrastructure(format!("the probe task failed: {e}")))?;
     ended?;
     let (owner, updated) =
-        joined.map_err(|e| CheckError::Infrastructure(format!("the update task failed: {e}")))?;
+        joined.map_err(|e| Failure::Infrastructure(format!("the update task failed: {e}")))?;
     let what = format!(
         "while the hostile role kept a transaction that had taken a grant open for {HOLD:?}, \
          `{update_sql}` (from {from} to {target})"

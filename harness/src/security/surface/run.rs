@@ -5,7 +5,7 @@ use super::objects::{call_of, enumerate, Object};
 use super::world::{World, SEEDED_FREE};
 use super::{limitation, Class, Effect, Kind, Role, Shape, CLASSES, REGCLASS_FUNCTIONS};
 use crate::pg::{quote_ident, Cluster};
-use crate::security::{describe_db, CheckError, SecurityError};
+use crate::security::{describe_db, Failure, SecurityError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_postgres::Client;
@@ -25,7 +25,7 @@ pub struct SurfaceOptions {
 pub struct ClassOutcome {
     pub class: &'static str,
     pub statements: usize,
-    pub result: Result<(), CheckError>,
+    pub result: Result<(), Failure>,
     pub elapsed: Duration,
 }
 
@@ -284,7 +284,7 @@ impl Judged {
     /// Its finding, if any, as the class's result.
     fn record(&self, outcome: &mut ClassOutcome, role: Role, object: &str) {
         if let Some(finding) = &self.finding {
-            outcome.result = Err(CheckError::Violated(format!(
+            outcome.result = Err(Failure::Violation(format!(
                 "as {role}, `{}` on {object}: {finding}",
                 self.sql
             )));
