@@ -11,7 +11,7 @@
 //! could not be installed, a session could not connect, a harness bug). An infrastructure
 //! failure is never a violation.
 
-use crate::extension::{Build, ExtensionFiles, Mutant, StaleMutant, MUTANTS, VERSION};
+use crate::extension::{Build, ExtensionFiles, Mutant, StaleMutant, MUTANTS};
 use crate::pg::{Cluster, PgError};
 use crate::recorder::{Recorder, RecorderError, RecorderOptions, Session};
 use crate::session::SessionSettings;
@@ -195,9 +195,7 @@ impl Campaign {
     /// `default_version` (a user's 0.2.0 build is at 0.2.0), or the target's.
     pub fn expected_version(&self) -> String {
         match &self.build {
-            Some(build) => build
-                .default_version()
-                .unwrap_or_else(|| VERSION.to_string()),
+            Some(build) => build.created_version(),
             None => self.target.version().to_string(),
         }
     }
@@ -678,10 +676,11 @@ pub async fn prepare(
             target: target.clone(),
             source: source.into(),
         })?;
-    if found.as_deref() != Some(campaign.expected_version().as_str()) {
+    let expected = campaign.expected_version();
+    if found.as_deref() != Some(expected.as_str()) {
         return Err(InfraError::Version {
             target,
-            expected: campaign.expected_version(),
+            expected,
             found,
         });
     }

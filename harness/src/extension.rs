@@ -126,6 +126,13 @@ impl ExtensionFiles {
         default_version(&self.control)
     }
 
+    /// The version `CREATE EXTENSION` of these files must install: the control file's
+    /// `default_version` (a user's 0.2.0 build is at 0.2.0), else this checkout's.
+    pub fn created_version(&self) -> String {
+        self.default_version()
+            .unwrap_or_else(|| VERSION.to_string())
+    }
+
     /// What `CREATE EXTENSION` runs for the default version, as one script (for a gate
     /// given one SQL file and the control file): the version's install script, or, when
     /// there is none, an older version's install script followed by the update from it

@@ -138,11 +138,7 @@ async fn created(cluster: &Cluster, files: &ExtensionFiles) -> Result<String, Fa
         .await
         .map_err(FaultError::db("reading extversion"))?
         .and_then(|r| r.try_get(0).ok());
-    // What CREATE EXTENSION must have installed: the control file's default_version (a
-    // user's 0.2.0 build is at 0.2.0, not at the shipped version).
-    let expected = files
-        .default_version()
-        .unwrap_or_else(|| harness::extension::VERSION.to_string());
+    let expected = files.created_version();
     if version.as_deref() != Some(expected.as_str()) {
         return Err(FaultError::Version {
             name: files.name.clone(),

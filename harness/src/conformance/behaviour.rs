@@ -436,9 +436,24 @@ pub(super) async fn blocking_waiters_never_stall_the_holders_renew(ctx: &Ctx<'_>
 /// Waits until the backend `pid` waits for a lock (at most 5 s); `what` names the lock in
 /// the failure when it never does.
 async fn until_lock_wait(ctx: &Ctx<'_>, db: &str, pid: i32, what: &str) -> CheckResult {
+    match lock_wait_seen(ctx, db, pid, || false).await? {
+        Some(true) => Ok(()),
+        _ => Err(format!("the waiter never blocked on {what} within 5 s").into()),
+    }
+}
+
+/// Polls every 10 ms whether backend `pid` waits for a lock, for at most 5 s or until
+/// `answered()`: `Some(true)` once it is seen waiting, `Some(false)` when it answered
+/// first, `None` when neither happened within 5 s.
+pub(super) async fn lock_wait_seen(
+    ctx: &Ctx<'_>,
+    db: &str,
+    pid: i32,
+    answered: impl Fn() -> bool,
+) -> Result<Option<bool>, Failure> {
     let c = ctx.connect(db).await?;
     let deadline = Instant::now() + S(5);
-    loop {
+    while !answered() {
         let row = c
             .query_one(
                 "SELECT coalesce(wait_event_type, '') OPERATOR(pg_catalog.=) 'Lock' \
@@ -448,13 +463,14 @@ async fn until_lock_wait(ctx: &Ctx<'_>, db: &str, pid: i32, what: &str) -> Check
             .await
             .map_err(pg)?;
         if row.get::<_, bool>(0) {
-            return Ok(());
+            return Ok(Some(true));
         }
         if Instant::now() >= deadline {
-            return Err(format!("the waiter never blocked on {what} within 5 s").into());
+            return Ok(None);
         }
         tokio::time::sleep(MS(10)).await;
     }
+    Ok(Some(false))
 }
 
 pub(super) async fn a_waiter_that_lost_a_race_never_stalls_the_holders_renew(

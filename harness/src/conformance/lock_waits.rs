@@ -5,6 +5,7 @@
 //! that waited for another transaction's insert of the key, which rolled back, is dated
 //! after that wait.
 
+use super::behaviour::lock_wait_seen;
 use super::script::{acquire, call, granted, not_granted, release, renew, Script};
 use super::{infra, pg, CheckResult, Ctx, Failure, S};
 use chrono::{DateTime, Utc};
@@ -107,7 +108,12 @@ pub(super) async fn a_first_grant_that_waited_for_a_rolled_back_insert_is_dated_
         )
         .await
     });
-    if !waits_for_a_lock(ctx, &db, pid, &call_k).await? {
+    let waited = lock_wait_seen(ctx, &db, pid, || call_k.is_finished())
+        .await?
+        .ok_or_else(|| {
+            infra("the waiter's acquire neither waited for a lock nor answered within 5 s")
+        })?;
+    if !waited {
         // It answered without waiting (a timeout setting cancelled it, or the build does
         // not wait): its answer below is the verdict.
         inserter.rollback().await.map_err(infra)?;
@@ -149,36 +155,4 @@ pub(super) async fn a_first_grant_that_waited_for_a_rolled_back_insert_is_dated_
              expected a grant at epoch 1"
         ))),
     }
-}
-
-/// Whether backend `pid` is seen waiting for a lock before `call` answers (polls for at
-/// most 5 s; the lock wait of a call that is still running after that is infrastructure).
-async fn waits_for_a_lock<T>(
-    ctx: &Ctx<'_>,
-    db: &str,
-    pid: i32,
-    call: &tokio::task::JoinHandle<T>,
-) -> Result<bool, Failure> {
-    let c = ctx.connect(db).await?;
-    let deadline = std::time::Instant::now() + S(5);
-    while !call.is_finished() {
-        let row = c
-            .query_one(
-                "SELECT coalesce(wait_event_type, '') OPERATOR(pg_catalog.=) 'Lock' \
-                 FROM pg_catalog.pg_stat_activity WHERE pid = $1",
-                &[&pid],
-            )
-            .await
-            .map_err(pg)?;
-        if row.get::<_, bool>(0) {
-            return Ok(true);
-        }
-        if std::time::Instant::now() >= deadline {
-            return Err(infra(
-                "the waiter's acquire neither waited for a lock nor answered within 5 s",
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    Ok(false)
 }
