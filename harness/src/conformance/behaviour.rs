@@ -454,15 +454,18 @@ pub(super) async fn lock_wait_seen(
     let c = ctx.connect(db).await?;
     let deadline = Instant::now() + S(5);
     while !answered() {
-        let row = c
-            .query_one(
+        // No row: the backend is gone (its session closed the connection after a
+        // refused call), so it is not waiting; `answered()` will say so shortly.
+        let waiting = c
+            .query_opt(
                 "SELECT coalesce(wait_event_type, '') OPERATOR(pg_catalog.=) 'Lock' \
                  FROM pg_catalog.pg_stat_activity WHERE pid = $1",
                 &[&pid],
             )
             .await
-            .map_err(pg)?;
-        if row.get::<_, bool>(0) {
+            .map_err(pg)?
+            .is_some_and(|row| row.get::<_, bool>(0));
+        if waiting {
             return Ok(Some(true));
         }
         if Instant::now() >= deadline {
