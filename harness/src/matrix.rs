@@ -1589,16 +1589,11 @@ pub async fn conformance(
         .iter()
         .filter(|c| matches!(expectation(plan.setting, c.name), Expect::NotRun(_)))
         .count();
-    // Bound: the suite takes 15-25 s; its longest check waits 10 s.
-    let report = match bounded(
-        "the conformance suite",
-        Duration::from_secs(300),
-        conformance::run_with(cluster, &version.extension(), &plan.session, |n| {
-            selected.contains(&n)
-        }),
-    )
-    .await
-    {
+    let report = match run_bounded(plan, cluster, version, &selected).await {
+        Ok(r) => r,
+        Err(e) => return (Verdict::Infrastructure(e.to_string()), String::new()),
+    };
+    let (report, slow) = match rerun_load_cancels(plan, cluster, version, report).await {
         Ok(r) => r,
         Err(e) => return (Verdict::Infrastructure(e.to_string()), String::new()),
     };
@@ -1651,12 +1646,89 @@ pub async fn conformance(
             selected.len()
         ));
     }
-    let verdict = if problems.is_empty() {
-        Verdict::Pass
-    } else {
+    let verdict = if !problems.is_empty() {
         Verdict::Finding(problems.join("\n"))
+    } else if !slow.is_empty() {
+        Verdict::Infrastructure(format!(
+            "no verdict: {} cancelled by the 50 ms statement_timeout in each of {} runs although \
+             no call of theirs waits; the machine answers too slowly for this setting",
+            slow.join(", "),
+            1 + LOAD_RERUNS
+        ))
+    } else {
+        Verdict::Pass
     };
     (verdict, figures)
+}
+
+/// The conformance suite's checks in `selected`, under `plan`'s session, bounded.
+async fn run_bounded(
+    plan: &Plan,
+    cluster: &Cluster,
+    version: Version,
+    selected: &[&'static str],
+) -> Result<conformance::Report, MatrixError> {
+    // Bound: the suite takes 15-25 s; its longest check waits 10 s.
+    bounded(
+        "the conformance suite",
+        Duration::from_secs(300),
+        conformance::run_with(cluster, &version.extension(), &plan.session, |n| {
+            selected.contains(&n)
+        }),
+    )
+    .await
+}
+
+/// Whether `outcome`, of a check that must pass, is the statement timeout's cancel (the
+/// check's own calls or the opening of its session).
+fn cancelled_by_load(setting: Setting, outcome: &conformance::Outcome) -> bool {
+    setting == Setting::StatementTimeout
+        && expectation(setting, outcome.name) == Expect::Pass
+        && outcome.result.as_ref().is_err_and(|e| {
+            e.to_string()
+                .contains("canceling statement due to statement timeout")
+        })
+}
+
+/// How often a check that must pass is re-run after the statement timeout cancelled it.
+const LOAD_RERUNS: usize = 2;
+
+/// Under the 50 ms statement_timeout a check whose calls never wait can still be cancelled
+/// when the machine is loaded (a cold cache after a restart, two majors side by side on two
+/// cores): the documented answer of a cancelled call, evidence of neither a pass nor a
+/// violation. Such checks are re-run alone, up to [`LOAD_RERUNS`] times; the outcome of the
+/// last run replaces the first. Returns the report and the checks cancelled in every run.
+async fn rerun_load_cancels(
+    plan: &Plan,
+    cluster: &Cluster,
+    version: Version,
+    mut report: conformance::Report,
+) -> Result<(conformance::Report, Vec<&'static str>), MatrixError> {
+    let cancelled_by_load = |o: &conformance::Outcome| cancelled_by_load(plan.setting, o);
+    for _ in 0..LOAD_RERUNS {
+        let again: Vec<&'static str> = report
+            .outcomes
+            .iter()
+            .filter(|o| cancelled_by_load(o))
+            .map(|o| o.name)
+            .collect();
+        if again.is_empty() {
+            break;
+        }
+        let rerun = run_bounded(plan, cluster, version, &again).await?;
+        for outcome in rerun.outcomes {
+            if let Some(slot) = report.outcomes.iter_mut().find(|o| o.name == outcome.name) {
+                *slot = outcome;
+            }
+        }
+    }
+    let slow = report
+        .outcomes
+        .iter()
+        .filter(|o| cancelled_by_load(o))
+        .map(|o| o.name)
+        .collect();
+    Ok((report, slow))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -2011,6 +2083,54 @@ mod tests {
         let skipped = exact_expiries(&history(vec![lost, wrong_grant]));
         assert!(skipped.violations.is_empty());
         assert_eq!(skipped.skipped, 1);
+    }
+
+    #[test]
+    fn only_a_statement_timeout_cancel_of_a_check_that_must_pass_is_rerun() {
+        let outcome = |name: &'static str, result: Result<(), Failure>| conformance::Outcome {
+            name,
+            result,
+            elapsed: Duration::ZERO,
+        };
+        let cancel = || {
+            Err(Failure::Violation(
+                "57014: canceling statement due to statement timeout".into(),
+            ))
+        };
+        let plain = "denied_acquire_returns_nulls_and_writes_nothing";
+        let waits = "blocking_acquire_is_woken_by_release";
+        assert!(cancelled_by_load(
+            Setting::StatementTimeout,
+            &outcome(plain, cancel())
+        ));
+        assert!(cancelled_by_load(
+            Setting::StatementTimeout,
+            &outcome(
+                plain,
+                Err(Failure::Infrastructure(
+                    "cannot open a session: 57014: canceling statement due to statement timeout"
+                        .into()
+                ))
+            )
+        ));
+        // Its cancel is the required answer, a wrong answer is a finding, a pass is a pass,
+        // and no other setting has a statement timeout.
+        assert!(!cancelled_by_load(
+            Setting::StatementTimeout,
+            &outcome(waits, cancel())
+        ));
+        assert!(!cancelled_by_load(
+            Setting::StatementTimeout,
+            &outcome(plain, Err(Failure::Violation("epoch 2, expected 1".into())))
+        ));
+        assert!(!cancelled_by_load(
+            Setting::StatementTimeout,
+            &outcome(plain, Ok(()))
+        ));
+        assert!(!cancelled_by_load(
+            Setting::LockTimeout,
+            &outcome(plain, cancel())
+        ));
     }
 
     #[test]
