@@ -7,6 +7,7 @@
 
 use anyhow::Context;
 use harness::extension::ExtensionFiles;
+use harness::judgement::Judgement;
 use harness::mutants::{self, HuntOptions, HuntReport, Mutant, Run, Status};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
@@ -214,18 +215,16 @@ impl Outcome {
             .collect()
     }
 
+    /// A hunt that could not run (a mutant that does not install, a hang) says nothing
+    /// about the catalogue, whatever the others found.
     fn exit_code(&self) -> i32 {
-        let infra = |r: &HuntReport| matches!(r.status, Status::Infrastructure(_));
-        // A hunt that could not run (a mutant that does not install, a hang) says nothing
-        // about the catalogue, whatever the others found.
-        if self.hunts.iter().any(infra) || infra(&self.control) {
-            model::Exit::NoVerdict
-        } else if self.killed() < self.hunts.len() || self.control.status != Status::Survived {
-            model::Exit::Finding
-        } else {
-            model::Exit::Passed
-        }
-        .code()
+        let all: Vec<Judgement> = self
+            .hunts
+            .iter()
+            .chain([&self.control])
+            .map(HuntReport::judgement)
+            .collect();
+        Judgement::exit_of(&all).code()
     }
 }
 

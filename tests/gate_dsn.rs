@@ -130,7 +130,7 @@ fn an_existing_server_is_gated_on_the_checks_that_need_no_restart() {
     // The conformance checks the harness marks as restarting the server are the skipped ones.
     let restarting: BTreeSet<&str> = harness::conformance::checks()
         .iter()
-        .filter(|c| c.needs_managed_server)
+        .filter(|c| c.needs == harness::judgement::Needs::ManagedServer)
         .map(|c| c.name)
         .collect();
     assert!(!restarting.is_empty());

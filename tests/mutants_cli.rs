@@ -138,8 +138,10 @@ async fn an_exported_install_sql_installs_the_mutant() {
         )],
     };
     let cluster = harness::pg::shared(harness::pg::test_majors()[0]).expect("a cluster");
-    files
-        .install(cluster.install().expect("a managed cluster"))
+    cluster
+        .install()
+        .expect("a managed cluster")
+        .install_extension(&files)
         .expect("the files installed");
     let db = cluster
         .fresh_database_with("export", name)

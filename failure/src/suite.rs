@@ -6,6 +6,7 @@ use crate::checks::{self, caught, control, Breakage, CheckFailure, CheckResult, 
 use crate::error::FaultError;
 use crate::fault::Fault;
 use harness::extension::ExtensionFiles;
+use harness::judgement::Judgement;
 use harness::pg::PgInstall;
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -55,6 +56,26 @@ impl CheckRun {
                 Status::Infrastructure
             }
             (Run::Control(_), _) => Status::Failed,
+        }
+    }
+
+    /// The one judgement (harness::judgement) of this run: a check's by its result; a
+    /// control passes when caught by the failure it names, has no verdict when it could
+    /// not run, and is otherwise a finding (about the check: it let the breakage through).
+    pub fn judgement(&self) -> Judgement {
+        let failure = match &self.result {
+            Ok(_) => None,
+            Err(e) => Some(e.judgement()),
+        };
+        match (self.status(), self.run, failure) {
+            (Status::Passed, _, _) => Judgement::Pass,
+            (_, Run::Check, Some(judgement)) => judgement,
+            (Status::Infrastructure, _, Some(judgement)) => judgement,
+            (_, Run::Control(c), _) => Judgement::finding(format!(
+                "control not caught: {} must fail with {}; {self}",
+                c.breakage, c.expects
+            )),
+            (_, Run::Check, None) => Judgement::Pass,
         }
     }
 

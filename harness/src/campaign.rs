@@ -11,11 +11,16 @@
 //! could not be installed, a session could not connect, a harness bug). An infrastructure
 //! failure is never a violation.
 
+mod judged;
+
 use crate::extension::{Build, ExtensionFiles, Mutant, StaleMutant, MUTANTS};
 use crate::pg::{Cluster, PgError};
+pub use crate::progress::{Progress, Silent};
 use crate::recorder::{Recorder, RecorderError, RecorderOptions, Session};
 use crate::session::SessionSettings;
-use crate::stepped::Stall;
+use crate::stepped::plan::PlanError;
+use crate::stepped::runner::RunError;
+use crate::stepped::stall::Stall;
 use crate::workload::{Memory, ProcessPlan, Step, Workload, WorkloadError};
 use model::checker::{Spent, Stats, Violation};
 use model::{Budget, CheckOptions, History, Verdict};
@@ -209,19 +214,6 @@ impl Campaign {
     }
 }
 
-/// What a campaign is told about while it runs.
-pub trait Progress: Send + Sync {
-    /// `ops` calls have been recorded so far.
-    fn recorded(&self, _ops: u64) {}
-    /// Recording ended; the check starts.
-    fn checking(&self) {}
-}
-
-/// Progress nobody watches.
-pub struct Silent;
-
-impl Progress for Silent {}
-
 /// A failure of the machinery around the target: never a finding about the target.
 #[derive(Debug, thiserror::Error)]
 pub enum InfraError {
@@ -259,11 +251,11 @@ pub enum InfraError {
     Task(String),
     /// A stepped plan could not be run to its end (a hang, a lost monitor, ...).
     #[error(transparent)]
-    Stepped(crate::stepped::RunError),
+    Stepped(RunError),
     #[error("cannot reset the stepped runs' database: {0}")]
     Reset(#[source] tokio_postgres::Error),
     #[error("invalid stepped plan: {0}")]
-    Plan(#[from] crate::stepped::PlanError),
+    Plan(#[from] PlanError),
 }
 
 /// How a campaign came out.

@@ -3,7 +3,7 @@
 //!
 //! Each check gets its own database on a shared cluster; checks that restart
 //! or crash the server start a cluster of their own from the same install, and so need a
-//! managed cluster ([`Check::needs_managed_server`]; on an external server they end in
+//! managed cluster (`needs: Needs::ManagedServer`; on an external server they end in
 //! [`crate::pg::PgError::NotManaged`]).
 
 use crate::client::{self, Acquire, Calls, LeaseError};
@@ -24,12 +24,11 @@ mod lock_waits;
 mod script;
 mod types;
 use chrono::{DateTime, Utc};
-use std::future::Future;
-use std::pin::Pin;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio_postgres::Client;
 
-pub use crate::judgement::{Failure, Outcome};
+use crate::judgement::{self, timed, CheckFuture};
+pub use crate::judgement::{Failure, Needs, Outcome};
 
 /// The harness could not do what the check needed.
 fn infra(e: impl std::fmt::Display) -> Failure {
@@ -54,23 +53,10 @@ fn by_sqlstate(code: &str, why: String) -> Failure {
     }
 }
 type CheckResult = Result<(), Failure>;
-type CheckFuture<'a> = Pin<Box<dyn Future<Output = CheckResult> + Send + 'a>>;
 
-/// One named behaviour check.
-#[derive(Clone, Copy)]
-pub struct Check {
-    pub name: &'static str,
-    /// The check stops, restarts or crashes a server of its own from the cluster's
-    /// install: it cannot run on an external server.
-    pub needs_managed_server: bool,
-    run: for<'a> fn(&'a Ctx<'a>) -> CheckFuture<'a>,
-}
-
-impl std::fmt::Debug for Check {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name)
-    }
-}
+/// One named behaviour check (a check that restarts or crashes a server of its own from
+/// the cluster's install needs a managed server).
+pub type Check = judgement::Check<for<'a> fn(&'a Ctx<'a>) -> CheckFuture<'a>>;
 
 /// What a check can use.
 pub struct Ctx<'a> {
@@ -239,19 +225,7 @@ pub async fn run_with(
             session,
             calls: calls.clone(),
         };
-        let start = Instant::now();
-        let result = match tokio::time::timeout(CHECK_TIMEOUT, (check.run)(&ctx)).await {
-            Ok(result) => result,
-            Err(_) => Err(Failure::Infrastructure(format!(
-                "hung: {} did not finish within {CHECK_TIMEOUT:?}",
-                check.name
-            ))),
-        };
-        outcomes.push(Outcome {
-            name: check.name,
-            result,
-            elapsed: start.elapsed(),
-        });
+        outcomes.push(timed(check.name, CHECK_TIMEOUT, (check.run)(&ctx)).await);
     }
     Report {
         version: cluster.version().full.clone(),
@@ -271,14 +245,14 @@ macro_rules! check {
     ($name:ident) => {
         Check {
             name: stringify!($name),
-            needs_managed_server: false,
+            needs: Needs::Connection,
             run: |ctx| Box::pin($name(ctx)),
         }
     };
     ($name:ident, restarts) => {
         Check {
             name: stringify!($name),
-            needs_managed_server: true,
+            needs: Needs::ManagedServer,
             run: |ctx| Box::pin($name(ctx)),
         }
     };

@@ -20,6 +20,7 @@ pub mod liveness;
 pub mod matrix;
 pub mod mutants;
 pub mod pg;
+pub mod progress;
 pub mod recorder;
 pub mod security;
 pub mod session;

@@ -25,6 +25,7 @@
 
 use crate::campaign::{self, Campaign, Length, Target};
 use crate::conformance::{self, Failure};
+use crate::judgement::{shorten, Cause, Judgement};
 use crate::pg::{Cluster, PgError, PgInstall};
 use crate::session::{Arguments, Collated, CollationVia, SessionSettings};
 use crate::workload::{Names, Workload};
@@ -520,6 +521,20 @@ impl Verdict {
         matches!(self, Verdict::Finding(_))
     }
 
+    /// The one judgement (crate::judgement): a setting that did not bite is no verdict,
+    /// like an infrastructure failure.
+    pub fn judgement(&self) -> Judgement {
+        match self {
+            Verdict::Pass => Judgement::Pass,
+            Verdict::Finding(why) => Judgement::finding(why.clone()),
+            Verdict::NotExercised(why) => Judgement::NoVerdict {
+                cause: Cause::NotExercised,
+                why: why.clone(),
+            },
+            Verdict::Infrastructure(why) => Judgement::no_verdict_from_text(why.clone()),
+        }
+    }
+
     fn word(&self) -> &'static str {
         match self {
             Verdict::Pass => "PASS",
@@ -657,26 +672,6 @@ impl fmt::Display for Row {
             }
         }
     }
-}
-
-/// `text` with every run of more than 12 equal characters (a 1024-byte key) written as
-/// its first four and a count.
-pub fn shorten(text: &str) -> String {
-    let mut out = String::with_capacity(text.len().min(4096));
-    let chars: Vec<char> = text.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let run = chars[i..].iter().take_while(|&&d| d == c).count();
-        if run > 12 {
-            out.extend(std::iter::repeat_n(c, 4));
-            out.push_str(&format!("...({run} x {c:?})"));
-        } else {
-            out.extend(std::iter::repeat_n(c, run));
-        }
-        i += run;
-    }
-    out
 }
 
 /// Runs `work` for at most `after`; a hang is an infrastructure failure.

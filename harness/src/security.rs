@@ -21,9 +21,7 @@ use crate::extension::{ExtensionFiles, StaleMutant};
 use crate::pg::{quote_ident, Cluster, PgError};
 use chrono::{DateTime, Utc};
 use std::collections::BTreeSet;
-use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio_postgres::error::SqlState;
@@ -44,27 +42,26 @@ pub enum SecurityError {
     Unexpected(String),
 }
 
-/// A driver error with the server's code, message and detail, when it has them.
-pub fn describe_db(err: &tokio_postgres::Error) -> String {
-    match err.as_db_error() {
-        Some(db) => {
-            let mut s = format!("{}: {}", db.code().code(), db.message());
-            if let Some(d) = db.detail() {
-                s.push_str(&format!(" (DETAIL: {d})"));
-            }
-            s
-        }
-        None => match std::error::Error::source(err) {
-            Some(cause) => format!("{err}: {cause}"),
-            None => err.to_string(),
-        },
+use crate::judgement::{self, timed, CheckFuture};
+pub use crate::judgement::{describe_db, Failure, Needs, Outcome};
+
+type CheckResult = Result<(), Failure>;
+
+impl From<tools::ToolError> for Failure {
+    fn from(e: tools::ToolError) -> Self {
+        Failure::Infrastructure(e.to_string())
     }
 }
 
-pub use crate::judgement::{Failure, Outcome};
-
-type CheckResult = Result<(), Failure>;
-type CheckFuture<'a> = Pin<Box<dyn Future<Output = CheckResult> + Send + 'a>>;
+/// The security checks' own errors: a lease call by its answer, the rest no verdict.
+impl From<SecurityError> for Failure {
+    fn from(e: SecurityError) -> Self {
+        match e {
+            SecurityError::Lease(e) => Failure::from(e),
+            other => Failure::Infrastructure(other.to_string()),
+        }
+    }
+}
 
 macro_rules! violated {
     ($($fmt:tt)+) => {
@@ -78,18 +75,9 @@ macro_rules! infra {
     };
 }
 
-/// One named security check.
-#[derive(Clone, Copy)]
-pub struct Check {
-    pub name: &'static str,
-    run: for<'a> fn(&'a Ctx<'a>) -> CheckFuture<'a>,
-}
-
-impl fmt::Debug for Check {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name)
-    }
-}
+/// One named security check: each needs a managed server (it logs in as roles it creates,
+/// runs this machine's pg_dump and psql against the server, or crashes it).
+pub type Check = judgement::Check<for<'a> fn(&'a Ctx<'a>) -> CheckFuture<'a>>;
 
 /// What a check runs against.
 pub struct Ctx<'a> {
@@ -161,6 +149,7 @@ macro_rules! check {
     ($module:ident, $name:ident) => {
         Check {
             name: stringify!($name),
+            needs: Needs::ManagedServer,
             run: |ctx| Box::pin($module::$name(ctx)),
         }
     };
@@ -274,18 +263,7 @@ pub async fn run_against(
         if !select(check.name) {
             continue;
         }
-        let start = Instant::now();
-        let result = match tokio::time::timeout(CHECK_TIMEOUT, (check.run)(&ctx)).await {
-            Ok(r) => r,
-            Err(_) => Err(Failure::Infrastructure(format!(
-                "the check did not finish within {CHECK_TIMEOUT:?}"
-            ))),
-        };
-        outcomes.push(Outcome {
-            name: check.name,
-            result,
-            elapsed: start.elapsed(),
-        });
+        outcomes.push(timed(check.name, CHECK_TIMEOUT, (check.run)(&ctx)).await);
     }
     Report {
         server_version: cluster.version().full.clone(),

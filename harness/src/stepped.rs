@@ -22,10 +22,10 @@
 //! never leased (a used stage is reset), so many plans run on one database.
 
 mod monitor;
-mod plan;
+pub(crate) mod plan;
 mod races;
-mod runner;
-mod stall;
+pub(crate) mod runner;
+pub(crate) mod stall;
 
 pub use monitor::{Backend, MonitorError, Snapshot, PG_SLEEP};
 pub use plan::{

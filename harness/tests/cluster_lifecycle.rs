@@ -273,8 +273,8 @@ async fn extensions_go_into_a_private_copy_of_the_install() {
     assert_ne!(shared.extension_dir(), private.extension_dir());
     let name = format!("pg_lease_private_probe_{}", std::process::id());
     let files = ExtensionFiles::renamed(&name);
-    files
-        .install(&private)
+    private
+        .install_extension(&files)
         .expect("install into the private copy");
     let control = format!("{name}.control");
     assert!(private.extension_dir().join(&control).exists());

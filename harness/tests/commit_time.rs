@@ -19,7 +19,9 @@ async fn every_documented_commit_time_route_still_loses_the_grant() {
     for major in test_majors() {
         let install = PgInstall::ensure(major).expect("the tested major");
         let files = ExtensionFiles::renamed("pg_lease_commit_time");
-        files.install(&install).expect("install pg_lease's files");
+        install
+            .install_extension(&files)
+            .expect("install pg_lease's files");
         for route in CommitRoute::ALL {
             let started = std::time::Instant::now();
             let bypass = security::commit_time_bypass(&install, &files.name, route)
@@ -49,7 +51,9 @@ async fn the_same_code_run_before_commit_keeps_the_grant() {
     let major = test_majors()[0];
     let install = PgInstall::ensure(major).expect("the tested major");
     let files = ExtensionFiles::renamed("pg_lease_commit_time");
-    files.install(&install).expect("install pg_lease's files");
+    install
+        .install_extension(&files)
+        .expect("install pg_lease's files");
     let before_commit = [
         CommitRoute::DeferredTrigger
             .setup()

@@ -31,7 +31,7 @@ async fn every_mutant_is_caught_by_the_checks_that_guard_it() {
     let mut escaped = Vec::new();
     for mutant in MUTANTS {
         let files = ExtensionFiles::mutant(mutant).unwrap();
-        files.install(&install).unwrap();
+        install.install_extension(&files).unwrap();
         for want in mutant.caught_by {
             assert!(
                 names.contains(want),

@@ -270,8 +270,10 @@ fn private_cluster(major: u32, target: Target) -> R<Cluster> {
 /// A fresh database with `target` installed (checked by its version), and a connection.
 async fn target_db(cluster: &Cluster, prefix: &str, target: Target) -> R<(String, Client)> {
     let files = target.files();
-    files
-        .install(cluster.install().map_err(infra)?)
+    cluster
+        .install()
+        .map_err(infra)?
+        .install_extension(&files)
         .map_err(infra)?;
     let db = cluster
         .fresh_database_with(prefix, &files.name)

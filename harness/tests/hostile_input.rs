@@ -18,8 +18,10 @@ use std::collections::BTreeMap;
 /// directory is shared with every other checkout on the machine); returns the name.
 fn under_test(cluster: &Cluster) -> String {
     let files = ExtensionFiles::renamed("pg_lease_hostile_under_test");
-    files
-        .install(cluster.install().expect("a managed cluster"))
+    cluster
+        .install()
+        .expect("a managed cluster")
+        .install_extension(&files)
         .expect("install pg_lease's files");
     files.name
 }
@@ -312,7 +314,9 @@ fn builds_without_the_input_bounds_fail_the_property() {
     ];
     for (mutant, call, named) in controls {
         let files = ExtensionFiles::mutant(&mutant).expect("the mutant's edits match");
-        files.install(&install).expect("install the mutant");
+        install
+            .install_extension(&files)
+            .expect("install the mutant");
         rt.block_on(async {
             let f = Fixture::create(cluster, &files.name)
                 .await

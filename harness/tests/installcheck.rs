@@ -44,7 +44,7 @@ fn pgxs_suites_fail_against_mutants() {
     let cluster = Cluster::start(&install).unwrap();
     let dir = harness::installcheck::default_extension_dir();
     let same = ExtensionFiles::renamed("pg_lease_unchanged");
-    same.install(&install).unwrap();
+    install.install_extension(&same).unwrap();
     let report = harness::installcheck::run_against(&cluster, &dir, &same.name).unwrap();
     assert!(
         report.passed,
@@ -54,7 +54,7 @@ fn pgxs_suites_fail_against_mutants() {
     for name in ["release_keeps_epoch", "lost_race_keeps_row_lock"] {
         let mutant = MUTANTS.iter().find(|m| m.name == name).unwrap();
         let files = ExtensionFiles::mutant(mutant).unwrap();
-        files.install(&install).unwrap();
+        install.install_extension(&files).unwrap();
         let report = harness::installcheck::run_against(&cluster, &dir, &files.name).unwrap();
         assert!(
             !report.passed,

@@ -123,7 +123,9 @@ async fn pg_lease_passes_every_security_check() {
     for major in test_majors() {
         let install = PgInstall::ensure(major).expect("the tested major");
         let files = ExtensionFiles::renamed(UNDER_TEST);
-        files.install(&install).expect("install pg_lease's files");
+        install
+            .install_extension(&files)
+            .expect("install pg_lease's files");
         let cluster = shared(major).expect("a cluster of the tested major");
         let report = security::run_against(cluster, &files.name, |_| true).await;
         println!("{}", report.render());
@@ -138,8 +140,8 @@ async fn pg_lease_0_1_0_fails_the_checks_the_issue_reported_it_for() {
     for major in test_majors() {
         let install = PgInstall::ensure(major).expect("the tested major");
         let files = ExtensionFiles::version_0_1_0();
-        files
-            .install(&install)
+        install
+            .install_extension(&files)
             .expect("install pg_lease 0.1.0's files");
         let cluster = shared(major).expect("a cluster of the tested major");
         let report = security::run_against(cluster, &files.name, |_| true).await;
@@ -155,8 +157,8 @@ async fn pg_lease_0_2_0_fails_the_checks_of_the_classes_0_3_0_fixed() {
     for major in test_majors() {
         let install = PgInstall::ensure(major).expect("the tested major");
         let files = ExtensionFiles::version_0_2_0();
-        files
-            .install(&install)
+        install
+            .install_extension(&files)
             .expect("install pg_lease 0.2.0's files");
         let cluster = shared(major).expect("a cluster of the tested major");
         let report = security::run_against(cluster, &files.name, |_| true).await;
@@ -256,7 +258,9 @@ async fn transaction_shape_checks_fail_on_their_catalogue_controls() {
         assert!(names.contains(check), "no check named {check}");
         let m = harness::mutants::find(mutant).expect("the catalogue has the mutant");
         let files = ExtensionFiles::edited(m.name, m.edits).expect("the edits match the script");
-        files.install(&install).expect("install the mutant's files");
+        install
+            .install_extension(&files)
+            .expect("install the mutant's files");
         let report = security::run_against(cluster, &files.name, |n| n == *check).await;
         println!("mutant {mutant} ({}):\n{}", m.breaks, report.render());
         assert_eq!(report.outcomes.len(), 1);
@@ -283,7 +287,9 @@ async fn every_security_mutant_is_caught_by_the_checks_that_guard_it() {
     let mut escaped = Vec::new();
     for mutant in security::MUTANTS {
         let files = mutant.files().expect("the mutant's edits match the script");
-        files.install(&install).expect("install the mutant's files");
+        install
+            .install_extension(&files)
+            .expect("install the mutant's files");
         for want in mutant.caught_by {
             assert!(
                 names.contains(want),
@@ -331,7 +337,9 @@ async fn the_documented_durability_limitation_still_reproduces() {
     for major in test_majors() {
         let install = PgInstall::ensure(major).expect("the tested major");
         let files = ExtensionFiles::renamed(UNDER_TEST);
-        files.install(&install).expect("install pg_lease's files");
+        install
+            .install_extension(&files)
+            .expect("install pg_lease's files");
         let bypass = security::durability_bypass(&install, &files.name)
             .await
             .expect("the reproduction ran");
@@ -381,8 +389,8 @@ async fn an_update_without_the_lock_guard_freezes_lease_calls() {
         unguarded, 2,
         "both update scripts to 0.3.0 lose their guard"
     );
-    files
-        .install(&install)
+    install
+        .install_extension(&files)
         .expect("install the variant's files");
     let report = security::run_against(cluster, &files.name, |n| n == CHECK).await;
     println!("{}", report.render());

@@ -16,7 +16,9 @@ async fn pg_lease_passes_every_statement_class() {
     for major in test_majors() {
         let install = PgInstall::ensure(major).expect("the tested major");
         let files = ExtensionFiles::renamed("pg_lease_surface_under_test");
-        files.install(&install).expect("install pg_lease's files");
+        install
+            .install_extension(&files)
+            .expect("install pg_lease's files");
         let cluster = shared(major).expect("a cluster of the tested major");
         let started = std::time::Instant::now();
         let outcomes = surface::run(
@@ -107,7 +109,9 @@ async fn every_statement_class_is_found_on_its_negative_control() {
         }
     }
     for (name, files, list) in &by_build {
-        files.install(&install).expect("install the control build");
+        install
+            .install_extension(&files)
+            .expect("install the control build");
         let only: Vec<&'static str> = list.iter().map(|c| c.name).collect();
         let options = SurfaceOptions {
             full: true,

@@ -154,7 +154,9 @@ fn difference(a: &[String], b: &[String]) -> Vec<String> {
 async fn every_update_path_defines_what_the_install_script_defines() {
     for major in test_majors() {
         let install = PgInstall::ensure(major).expect("the tested major");
-        files(NAME).install(&install).expect("install the files");
+        install
+            .install_extension(&files(NAME))
+            .expect("install the files");
         let cluster = shared(major).expect("a cluster");
         let (fresh, _) = installed(cluster, NAME, &FRESH, 0).await;
         assert!(fresh
@@ -191,7 +193,9 @@ async fn an_update_script_missing_a_grant_is_told_apart() {
         .expect("the 0.2.0 -> 0.3.0 update");
     assert!(text.contains(grant), "the update grants lease_dump");
     *text = text.replacen(grant, "", 1);
-    broken.install(&install).expect("install the files");
+    install
+        .install_extension(&broken)
+        .expect("install the files");
     let cluster = shared(major).expect("a cluster");
     let (fresh, _) = installed(cluster, name, &FRESH, 10).await;
     let (updated, _) = installed(cluster, name, &PATHS[2], 11).await;

@@ -157,8 +157,8 @@ async fn a_blocking_waiter_keeps_dead_row_versions_until_its_call_ends() {
     let mut problems = Vec::new();
     for major in test_majors() {
         let install = PgInstall::ensure(major).expect("the tested major");
-        ExtensionFiles::renamed(NAME)
-            .install(&install)
+        install
+            .install_extension(&ExtensionFiles::renamed(NAME))
             .expect("install the build's files");
         let cluster = shared(major).expect("a cluster of the tested major");
         let (alone, while_waiting, after) = measure(cluster).await;

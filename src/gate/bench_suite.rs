@@ -46,7 +46,7 @@ pub async fn bench(ctx: &Ctx<'_>) -> SuiteResult {
             return SuiteResult::of("bench", vec![check], start.elapsed());
         }
         Err(why) => {
-            let why = super::no_verdict::of_text(&why).message(why);
+            let why = harness::judgement::Judgement::no_verdict_from_text(why).message();
             let check = CheckResult::infrastructure("bench", why, start.elapsed());
             return SuiteResult::of("bench", vec![check], start.elapsed());
         }

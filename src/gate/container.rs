@@ -83,7 +83,7 @@ fn collected(major: u32, dir: &Path, dir_name: &str, start: Instant) -> MajorRes
 }
 
 fn infrastructure(major: u32, why: String, start: Instant) -> MajorResult {
-    let why = super::no_verdict::Cause::Container.message(why);
+    let why = harness::judgement::Cause::Container.message(why);
     let check = CheckResult::infrastructure("container", why, start.elapsed());
     let suite = SuiteResult::of("container", vec![check], start.elapsed());
     MajorResult::of(major, None, "container", vec![suite])

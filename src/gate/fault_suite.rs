@@ -3,12 +3,11 @@
 //! injected into a recorded history, judged by the model's checker. The negative controls
 //! are not run: they test the checks, not the build (`leasecheck faults --controls`).
 
-use super::no_verdict::{self, Cause};
 use super::outcome::{CheckResult, SuiteResult};
 use super::suites::Ctx;
 use super::Size;
-use nemesis::checks::CheckFailure;
-use nemesis::suite::{self, CheckRun, Run};
+use harness::judgement::Cause;
+use nemesis::suite::{self, Run};
 use nemesis::Fault;
 use std::time::{Duration, Instant};
 
@@ -48,7 +47,7 @@ pub async fn faults(ctx: &Ctx<'_>) -> SuiteResult {
         );
         let run = suite::run_one(fault, Run::Check, install, &ctx.build.files);
         let check = match tokio::time::timeout(FAULT_CHECK_TIMEOUT, run).await {
-            Ok(done) => judged(&done),
+            Ok(done) => CheckResult::of(fault.name(), done.judgement(), done.duration),
             Err(_) => CheckResult::infrastructure(
                 fault.name(),
                 Cause::Stalled.message(format!(
@@ -65,32 +64,4 @@ pub async fn faults(ctx: &Ctx<'_>) -> SuiteResult {
         }
     }
     SuiteResult::of("faults", checks, start.elapsed())
-}
-
-/// The gate's result of one fault check: a violation fails naming its invariant, a broken
-/// expectation of the situation fails with its text, the rest is no verdict.
-fn judged(run: &CheckRun) -> CheckResult {
-    let name = run.fault.name();
-    match &run.result {
-        Ok(_) => CheckResult::passed(name, run.duration),
-        Err(CheckFailure::Violation(v)) => {
-            let mut r = CheckResult::failed(name, v.to_string(), run.duration);
-            r.invariant = Some(v.invariant.to_string());
-            r
-        }
-        Err(e @ CheckFailure::Unexpected(_)) => {
-            CheckResult::failed(name, e.to_string(), run.duration)
-        }
-        Err(e @ CheckFailure::Unknown(_)) => {
-            CheckResult::infrastructure(name, Cause::Budget.message(e), run.duration)
-        }
-        Err(e @ CheckFailure::Infrastructure(_)) => {
-            let text = e.to_string();
-            CheckResult::infrastructure(
-                name,
-                no_verdict::of_text(&text).message(text),
-                run.duration,
-            )
-        }
-    }
 }

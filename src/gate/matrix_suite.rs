@@ -5,10 +5,10 @@
 //! campaign judged by the checker (and the exact UTC expiry, the refusals the setting
 //! requires), and at full size the conformance suite under it.
 
-use super::no_verdict::{self, Cause};
 use super::outcome::{CheckResult, SuiteResult};
 use super::suites::{bounded, is_hang, Ctx};
 use super::Size;
+use harness::judgement::Cause;
 use harness::matrix::{self, CampaignSize, MatrixOptions, Setting, Verdict, Version};
 use std::time::{Duration, Instant};
 
@@ -95,25 +95,11 @@ fn checks_of(setting: Setting, rows: &[matrix::Row]) -> Vec<CheckResult> {
     let mut out = Vec::new();
     for row in rows {
         let what = format!("{setting} {} [{setting_facts}]", row.suite.name());
-        let result = match &row.verdict {
-            Verdict::Pass => CheckResult::passed(setting.name(), elapsed),
-            Verdict::Finding(why) => CheckResult::failed(
-                setting.name(),
-                format!("{what} ({}): {why}", row.figures),
-                elapsed,
-            ),
-            Verdict::NotExercised(why) => CheckResult::infrastructure(
-                setting.name(),
-                Cause::NotExercised.message(format!("{what}: {why}")),
-                elapsed,
-            ),
-            Verdict::Infrastructure(why) => CheckResult::infrastructure(
-                setting.name(),
-                no_verdict::of_text(why).message(format!("{what}: {why}")),
-                elapsed,
-            ),
-        };
-        out.push(result);
+        let judgement = row.verdict.judgement().map_text(|why| match &row.verdict {
+            Verdict::Finding(_) => format!("{what} ({}): {why}", row.figures),
+            _ => format!("{what}: {why}"),
+        });
+        out.push(CheckResult::of(setting.name(), judgement, elapsed));
     }
     if out.is_empty() {
         out.push(CheckResult::infrastructure(

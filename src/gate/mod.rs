@@ -7,7 +7,6 @@ mod container;
 pub mod dsn;
 mod fault_suite;
 mod matrix_suite;
-mod no_verdict;
 pub mod outcome;
 pub mod report;
 mod suites;
@@ -501,7 +500,7 @@ impl LocalMajor<'_> {
         let (install, cluster) = match server {
             Ok(pair) => pair,
             Err(e) => {
-                let why = no_verdict::Cause::Server.message(format!("{e:#}"));
+                let why = harness::judgement::Cause::Server.message(format!("{e:#}"));
                 let check = CheckResult::infrastructure("start", why, start.elapsed());
                 let suite = SuiteResult::of("server", vec![check], start.elapsed());
                 return MajorResult::of(self.major, None, "local", vec![suite]);

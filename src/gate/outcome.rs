@@ -3,6 +3,7 @@
 //! about the extension) or an infrastructure error (no verdict). The JSON summary is these types
 //! serialised (schema in specs/GATE.md).
 
+use harness::judgement::Judgement;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -113,23 +114,27 @@ impl CheckResult {
 }
 
 impl CheckResult {
-    /// A harness check's judgement (conformance, security, attack surface): a violation
-    /// is a finding, an infrastructure failure no verdict with the cause its text names.
+    /// The gate's record of a check's judgement, the one type every suite maps its result
+    /// to at its source (harness::judgement).
+    pub fn of(name: impl Into<String>, judgement: Judgement, elapsed: Duration) -> CheckResult {
+        let message = judgement.message();
+        match judgement {
+            Judgement::Pass => CheckResult::passed(name, elapsed),
+            Judgement::Finding { invariant, .. } => CheckResult {
+                invariant,
+                ..CheckResult::failed(name, message, elapsed)
+            },
+            Judgement::NoVerdict { .. } => CheckResult::infrastructure(name, message, elapsed),
+        }
+    }
+
+    /// A harness check's result (conformance, security, attack surface).
     pub fn judged(
         name: impl Into<String>,
         result: Result<(), harness::judgement::Failure>,
         elapsed: Duration,
     ) -> CheckResult {
-        use harness::judgement::Failure;
-        match result {
-            Ok(()) => CheckResult::passed(name, elapsed),
-            Err(Failure::Violation(why)) => CheckResult::failed(name, why, elapsed),
-            Err(Failure::Infrastructure(why)) => CheckResult::infrastructure(
-                name,
-                super::no_verdict::of_text(&why).message(why),
-                elapsed,
-            ),
-        }
+        CheckResult::of(name, result.into(), elapsed)
     }
 }
 

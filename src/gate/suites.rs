@@ -3,11 +3,11 @@
 //! that runs out of it while the server executes a call of the target is a finding (the
 //! target hangs), any other is no verdict naming the SQL the server was running.
 
-use super::no_verdict::{self, Cause};
 use super::outcome::{CheckResult, SuiteResult};
 use super::Size;
 use harness::campaign::{self, Campaign, Length, Outcome, Target};
 use harness::extension::Build;
+use harness::judgement::{Cause, Judgement};
 use harness::pg::Cluster;
 use harness::stepped::{self, Plan, RunOptions, Stage};
 use indicatif::ProgressBar;
@@ -334,7 +334,7 @@ async fn installcheck(ctx: &Ctx<'_>) -> SuiteResult {
             start.elapsed(),
         ),
         (Err(e), None) => {
-            CheckResult::infrastructure(NAME, no_verdict::of_text(&e).message(e), start.elapsed())
+            CheckResult::of(NAME, Judgement::no_verdict_from_text(e), start.elapsed())
         }
     };
     SuiteResult::of("installcheck", vec![check], start.elapsed())
@@ -390,7 +390,7 @@ async fn conformance(ctx: &Ctx<'_>) -> SuiteResult {
         if check.name == harness::conformance::LIVENESS_CHECK {
             continue;
         }
-        if check.needs_managed_server && !ctx.cluster.is_managed() {
+        if check.needs == harness::judgement::Needs::ManagedServer && !ctx.cluster.is_managed() {
             let why = "it stops, restarts or crashes the server";
             checks.push(CheckResult::skipped(check.name, why));
             continue;
@@ -492,25 +492,12 @@ fn judged(
     ctx: &Ctx<'_>,
     start: Instant,
 ) -> CheckResult {
-    let elapsed = start.elapsed();
-    let mut result = match outcome {
-        Outcome::Linearizable(_) => return CheckResult::passed(name, elapsed),
-        Outcome::Violation(v) => {
-            let mut r = CheckResult::failed(name, outcome.to_string(), elapsed);
-            r.invariant = Some(v.invariant.to_string());
-            r
-        }
-        Outcome::Stall(_) | Outcome::Malformed { .. } | Outcome::Hang { .. } => {
-            CheckResult::failed(name, outcome.to_string(), elapsed)
-        }
-        Outcome::Unknown(_) => {
-            CheckResult::infrastructure(name, Cause::Budget.message(outcome), elapsed)
-        }
-        Outcome::Infrastructure(e) => {
-            CheckResult::infrastructure(name, no_verdict::of_infra(e).message(outcome), elapsed)
-        }
-    };
-    result.timeline = timeline.map(|p| ctx.link(&p));
+    let judgement = outcome.judgement();
+    let shown = !judgement.is_pass();
+    let mut result = CheckResult::of(name, judgement, start.elapsed());
+    if shown {
+        result.timeline = timeline.map(|p| ctx.link(&p));
+    }
     result
 }
 

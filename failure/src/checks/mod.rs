@@ -26,6 +26,7 @@ use crate::builds::BrokenBuild;
 use crate::error::FaultError;
 use crate::fault::Fault;
 use harness::extension::ExtensionFiles;
+use harness::judgement::{Cause, Judgement};
 use harness::pg::PgInstall;
 use model::checker::Violation;
 use model::{History, Invariant, Verdict};
@@ -97,6 +98,24 @@ impl fmt::Display for CheckFailure {
 }
 
 impl CheckFailure {
+    /// The one judgement (harness::judgement): a violation is a finding naming its
+    /// invariant, a broken expectation of the situation a finding, a spent budget or a
+    /// failure of the machinery no verdict.
+    pub fn judgement(&self) -> Judgement {
+        match self {
+            CheckFailure::Violation(v) => Judgement::Finding {
+                invariant: Some(v.invariant.to_string()),
+                message: self.to_string(),
+            },
+            CheckFailure::Unexpected(_) => Judgement::finding(self.to_string()),
+            CheckFailure::Unknown(_) => Judgement::NoVerdict {
+                cause: Cause::Budget,
+                why: self.to_string(),
+            },
+            CheckFailure::Infrastructure(_) => Judgement::no_verdict_from_text(self.to_string()),
+        }
+    }
+
     /// `violation`, `unexpected`, `unknown` or `infrastructure`.
     pub fn name(&self) -> &'static str {
         match self {

@@ -280,7 +280,7 @@ async fn run_all(ctx: &Ctx<'_>, cases: &[Call], what: &str) -> CheckResult {
             Err(Failure::Violation(why)) => {
                 failures.push(format!(
                     "{}: {why}",
-                    crate::matrix::shorten(&format!("{case:?}"))
+                    crate::judgement::shorten(&format!("{case:?}"))
                 ));
                 if failures.len() == 3 {
                     break;

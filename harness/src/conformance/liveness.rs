@@ -294,16 +294,16 @@ pub async fn measure_on(
          DELETE FROM pg_temp.leasecheck_prompt",
     )
     .await
-    .map_err(|e| crate::security::describe_db(&e))?;
+    .map_err(|e| crate::judgement::describe_db(&e))?;
     for _ in 0..n {
         c.batch_execute(OVERSHOOT)
             .await
-            .map_err(|e| crate::security::describe_db(&e))?;
+            .map_err(|e| crate::judgement::describe_db(&e))?;
     }
     let measured: Vec<Option<f64>> = c
         .query("SELECT ms FROM pg_temp.leasecheck_prompt", &[])
         .await
-        .map_err(|e| crate::security::describe_db(&e))?
+        .map_err(|e| crate::judgement::describe_db(&e))?
         .iter()
         .map(|r| r.try_get(0))
         .collect::<Result<_, _>>()

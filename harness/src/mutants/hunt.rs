@@ -10,6 +10,7 @@ mod checks;
 
 use super::{judge, judge_control, Judged, Kill, Mode, Mutant};
 use crate::campaign::{self, Campaign, Figures, InfraError, Length, Outcome, Silent, Target};
+use crate::judgement::Judgement;
 use crate::pg::Cluster;
 use crate::stepped::{self, Plan, PlanConfig, RunOptions, Stage};
 use crate::workload::Workload;
@@ -142,6 +143,19 @@ pub struct HuntReport {
 impl HuntReport {
     pub fn killed(&self) -> bool {
         matches!(self.status, Status::Killed(_))
+    }
+
+    /// The one judgement (crate::judgement) of the hunt, a negative control: a killed
+    /// mutant passes, a survivor is a finding (about the gate: it let a known bug through),
+    /// a hunt that could not run has no verdict. The control (pg_lease, no kill wanted)
+    /// passes clean and is a finding when something was found on it.
+    pub fn judgement(&self) -> Judgement {
+        let line = self.line();
+        match (&self.status, self.kill.is_none()) {
+            (Status::Infrastructure(why), _) => Judgement::no_verdict_from_text(why.clone()),
+            (Status::Killed(_), false) | (Status::Survived, true) => Judgement::Pass,
+            (Status::Killed(_), true) | (Status::Survived, false) => Judgement::finding(line),
+        }
     }
 
     /// The run that killed the mutant.

@@ -122,7 +122,7 @@ impl Cluster {
             watchdog,
         };
         for ext in &options.extensions {
-            ext.install(install)?;
+            install.install_extension(ext)?;
         }
         managed.initdb()?;
         managed.start_on_free_port()?;
@@ -313,7 +313,7 @@ impl Cluster {
     /// owner), which is checked (the control file's `default_version` is available).
     pub async fn provide_extension(&self, files: &ExtensionFiles) -> Result<()> {
         match &self.server {
-            Server::Managed(m) => files.install(&m.install),
+            Server::Managed(m) => m.install.install_extension(files),
             Server::External(_) => {
                 let version = crate::extension::default_version(&files.control).unwrap_or_default();
                 let admin = self.connect_admin().await?;

@@ -19,6 +19,7 @@
 
 mod client_programs;
 mod cluster;
+mod extension_dir;
 mod external;
 mod fetch;
 mod install;

@@ -7,7 +7,7 @@
 //! calls wait as long as the ordinary role keeps its transaction open. The update may fail
 //! fast (and run again later) or wait without making calls wait; it must not freeze them.
 use super::*;
-use crate::extension::{ExtensionFiles, Release};
+use crate::extension::Release;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -34,7 +34,7 @@ pub(super) async fn an_open_transaction_cannot_freeze_lease_calls_behind_an_exte
     ctx: &Ctx<'_>,
 ) -> CheckResult {
     let install = ctx.cluster.install()?;
-    let files = ExtensionFiles::read_installed(install, ctx.extension)?;
+    let files = install.installed_extension(ctx.extension)?;
     let Some(target) = files.default_version() else {
         infra!(
             "the control file of {} has no default_version",
@@ -47,7 +47,7 @@ pub(super) async fn an_open_transaction_cannot_freeze_lease_calls_behind_an_exte
             continue;
         }
         let updatable = files.updatable_from(release, &name);
-        updatable.install(install)?;
+        install.install_extension(&updatable)?;
         let f = Fixture::bare(ctx.cluster, &name).await?;
         let result = update_while_held(&f, release.version(), &target).await;
         finish(f, result).await?;

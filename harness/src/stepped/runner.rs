@@ -24,7 +24,7 @@
 use super::monitor::{self, MonitorError, Snapshot};
 use super::plan::{call_sql, describe, Plan};
 use super::stall::{Sighting, StepFacts};
-use crate::campaign::Progress;
+use crate::progress::Progress;
 use crate::recorder::{Begun, Recorder, RecorderError, Session};
 use crate::workload::{owner_name, Memory, Step};
 use model::{Isolation, Op, OpId, OpRecord, OpResult, Outcome, TxnEnd};
