@@ -15,9 +15,7 @@ const CHECK: &str = "a_first_grant_that_waited_for_a_rolled_back_insert_is_dated
 /// The check's result against `files` on `major`.
 async fn judged(major: u32, files: &ExtensionFiles) -> Result<(), Failure> {
     let install = PgInstall::ensure(major).expect("the tested major");
-    install
-        .install_extension(&files)
-        .expect("install the files");
+    install.install_extension(files).expect("install the files");
     let cluster = shared(major).expect("a cluster");
     let report = run_against(cluster, &files.name, |n| n == CHECK).await;
     println!("{}", report.render());

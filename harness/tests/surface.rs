@@ -110,7 +110,7 @@ async fn every_statement_class_is_found_on_its_negative_control() {
     }
     for (name, files, list) in &by_build {
         install
-            .install_extension(&files)
+            .install_extension(files)
             .expect("install the control build");
         let only: Vec<&'static str> = list.iter().map(|c| c.name).collect();
         let options = SurfaceOptions {
