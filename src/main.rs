@@ -46,6 +46,9 @@ enum Command {
     /// The correctness gate: every suite against a build of pg_lease on each major; exit 0
     /// all passed, 1 a finding, 2 an infrastructure error without a finding.
     Gate(gate::GateArgs),
+    /// Work with gate reports: `report merge` joins the reports of a run's shards.
+    #[command(subcommand)]
+    Report(ReportCommand),
     /// Build the container images of the gate's container backend, offline from registries.
     #[command(subcommand)]
     Image(image_cmd::ImageCommand),
@@ -67,6 +70,21 @@ enum Command {
         version: String,
         /// The directory to write (created if missing).
         dir: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ReportCommand {
+    /// Join the reports of every shard of one gate run (`gate --shard K/N --report DIR`)
+    /// into one: summary.json, junit.xml, index.html and the shards' files. Exit as the
+    /// gate: 0 all passed, 1 a finding, 2 no verdict (or shards that are not one run).
+    Merge {
+        /// Where to write the merged report (created if missing).
+        #[arg(long)]
+        out: PathBuf,
+        /// Every shard's report directory.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
     },
 }
 
@@ -110,6 +128,7 @@ fn main() {
         Command::CheckHistory(_)
         | Command::Check(_)
         | Command::Gate(_)
+        | Command::Report(_)
         | Command::Mutants(_)
         | Command::Bench(_)
         | Command::Faults(_) => model::Exit::NoVerdict,
@@ -162,12 +181,35 @@ fn real_main(command: Command) -> anyhow::Result<i32> {
         Command::CheckHistory(args) => check_history_cmd::run(&args),
         Command::Check(args) => check_cmd::run(&args),
         Command::Gate(args) => gate::run(&args),
+        Command::Report(ReportCommand::Merge { out, shards }) => merge_reports(&out, &shards),
         Command::Image(command) => image_cmd::run(&command).map(|()| EXIT_OK),
         Command::Mutants(args) => mutants_cmd::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
         Command::Faults(args) => faults_cmd::run(&args),
         Command::ExportRelease { version, dir } => export_release(&version, &dir).map(|()| EXIT_OK),
     }
+}
+
+/// `leasecheck report merge`: the merged report of a run's shards, printed and written.
+fn merge_reports(out: &std::path::Path, dirs: &[PathBuf]) -> anyhow::Result<i32> {
+    let shards = gate::merge::read(dirs)?;
+    let (run, cut) = gate::merge::merge(&shards)?;
+    gate::merge::copy_files(&shards, out)?;
+    println!(
+        "merged {} shards of {} {} ({} sizes, seed {})",
+        shards.len(),
+        run.extension,
+        run.version,
+        run.size,
+        run.seed.map_or("unknown".into(), |s| s.to_string())
+    );
+    if !cut.is_empty() {
+        println!(
+            "not counted after the finding that the build hangs (an unsharded run does not run them): {}",
+            cut.join(", ")
+        );
+    }
+    gate::finish(Some(out), &run)
 }
 
 /// Writes the released `version` as a build directory `dir` (the extension named pg_lease).

@@ -358,45 +358,98 @@ fn unknown_majors_and_suites_are_refused_before_anything_runs() {
     assert!(!out.contains("PG 15"), "ran before refusing: {out}");
 }
 
-/// The workflow a user copies: the 14/15 matrix, `leasecheck gate --report` per major,
-/// the report uploaded.
+/// The workflow a user copies: the 14/15 x three shards matrix, `leasecheck gate --shard
+/// K/3` per runner with one seed for the run, each shard's report uploaded, then a merge
+/// job per major joining the three reports with `leasecheck report merge`.
 #[test]
-fn the_github_workflow_runs_the_gate_on_14_and_15_and_uploads_the_report() {
+fn the_github_workflow_shards_the_gate_on_14_and_15_and_merges_the_reports() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(".github/workflows/gate.yml");
     let text = std::fs::read_to_string(&path).unwrap();
     let yaml: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-    let job = &yaml["jobs"]["gate"];
-    let matrix: Vec<&str> = job["strategy"]["matrix"]["pg"]
-        .as_sequence()
-        .expect("a pg matrix")
-        .iter()
-        .filter_map(|v| v.as_str())
-        .collect();
-    assert_eq!(matrix, ["14", "15"]);
-    let steps = job["steps"].as_sequence().expect("steps");
-    let runs: Vec<&str> = steps.iter().filter_map(|s| s["run"].as_str()).collect();
-    let gate = runs
-        .iter()
+    let strings = |v: &serde_yaml::Value| -> Vec<String> {
+        v.as_sequence()
+            .expect("a list")
+            .iter()
+            .filter_map(|v| v.as_str().map(String::from))
+            .collect()
+    };
+    let runs = |job: &serde_yaml::Value| -> Vec<String> {
+        job["steps"]
+            .as_sequence()
+            .expect("steps")
+            .iter()
+            .filter_map(|s| s["run"].as_str().map(String::from))
+            .collect()
+    };
+    let uploads = |job: &serde_yaml::Value| -> Vec<serde_yaml::Value> {
+        job["steps"]
+            .as_sequence()
+            .expect("steps")
+            .iter()
+            .filter(|s| {
+                s["uses"]
+                    .as_str()
+                    .is_some_and(|u| u.starts_with("actions/upload-artifact"))
+            })
+            .cloned()
+            .collect()
+    };
+    let gate_job = &yaml["jobs"]["gate"];
+    assert_eq!(strings(&gate_job["strategy"]["matrix"]["pg"]), ["14", "15"]);
+    assert_eq!(
+        strings(&gate_job["strategy"]["matrix"]["shard"]),
+        ["1", "2", "3"]
+    );
+    let gate = runs(gate_job)
+        .into_iter()
         .find(|r| r.contains("leasecheck gate"))
         .expect("a step runs leasecheck gate");
-    assert!(gate.contains("--pg ${{ matrix.pg }}"), "{gate}");
-    assert!(
-        gate.contains("--report gate-report-pg${{ matrix.pg }}"),
-        "{gate}"
+    let shard_report = "gate-report-pg${{ matrix.pg }}-shard${{ matrix.shard }}";
+    for part in [
+        "--pg ${{ matrix.pg }}",
+        "--shard ${{ matrix.shard }}/3",
+        "--seed ${{ github.run_id }}",
+        &format!("--report {shard_report}"),
+    ] {
+        assert!(gate.contains(part), "{part} not in {gate}");
+    }
+    let upload = &uploads(gate_job)[0];
+    assert_eq!(upload["with"]["path"].as_str(), Some(shard_report));
+    assert_eq!(upload["if"].as_str(), Some("always()"));
+    let merge_job = &yaml["jobs"]["merge"];
+    assert_eq!(merge_job["needs"].as_str(), Some("gate"));
+    assert_eq!(merge_job["if"].as_str(), Some("always()"));
+    assert_eq!(
+        strings(&merge_job["strategy"]["matrix"]["pg"]),
+        ["14", "15"]
     );
-    let upload = steps
+    let merge = runs(merge_job)
+        .into_iter()
+        .find(|r| r.contains("leasecheck report merge"))
+        .expect("a step merges the reports");
+    assert!(
+        merge.contains("--out gate-report-pg${{ matrix.pg }}"),
+        "{merge}"
+    );
+    let download = merge_job["steps"]
+        .as_sequence()
+        .unwrap()
         .iter()
         .find(|s| {
             s["uses"]
                 .as_str()
-                .is_some_and(|u| u.starts_with("actions/upload-artifact"))
+                .is_some_and(|u| u.starts_with("actions/download-artifact"))
         })
-        .expect("an upload step");
+        .expect("a download step");
     assert_eq!(
-        upload["with"]["path"].as_str(),
+        download["with"]["pattern"].as_str(),
+        Some("gate-report-pg${{ matrix.pg }}-shard*")
+    );
+    let merged = &uploads(merge_job)[0];
+    assert_eq!(
+        merged["with"]["path"].as_str(),
         Some("gate-report-pg${{ matrix.pg }}")
     );
-    assert_eq!(upload["if"].as_str(), Some("always()"));
 }
 
 /// The container backend on PG 15: the image is built offline from registries (cached by

@@ -28,7 +28,7 @@ const INPUT: &str = "/gate";
 /// Runs every major in its own container; one result per major.
 pub fn run(
     args: &GateArgs,
-    majors: &[u32],
+    plan: &super::Plan,
     seed: u64,
     report_root: &Path,
 ) -> anyhow::Result<Vec<MajorResult>> {
@@ -38,13 +38,15 @@ pub fn run(
         .build()
         .context("starting the async runtime")?;
     let mut results = Vec::new();
-    for &major in majors {
+    for (major, suites) in plan {
+        let major = *major;
+        let names: Vec<&str> = suites.iter().map(|s| s.name).collect();
         let dir_name = format!("container-pg{major}");
         let host_report = report_root.join(&dir_name);
         std::fs::create_dir_all(&host_report)
             .with_context(|| format!("creating {}", host_report.display()))?;
         let start = Instant::now();
-        let result = match runtime.block_on(run_major(args, major, seed, &host_report)) {
+        let result = match runtime.block_on(run_major(args, major, &names, seed, &host_report)) {
             Ok(()) => collected(major, &host_report, &dir_name, start),
             Err(e) => infrastructure(major, format!("{e:#}"), start),
         };
@@ -158,8 +160,14 @@ fn inputs(args: &GateArgs) -> anyhow::Result<(Vec<Mount>, Vec<String>)> {
     Ok((mounts, options))
 }
 
-/// The inner gate's command line.
-fn command(args: &GateArgs, major: u32, seed: u64, inputs: Vec<String>) -> Vec<String> {
+/// The inner gate's command line: `suites` on `major`.
+fn command(
+    args: &GateArgs,
+    major: u32,
+    suites: &[&str],
+    seed: u64,
+    inputs: Vec<String>,
+) -> Vec<String> {
     let mut cmd: Vec<String> = ["leasecheck", "gate", "--backend", "local", "--pg"]
         .map(String::from)
         .into();
@@ -171,8 +179,8 @@ fn command(args: &GateArgs, major: u32, seed: u64, inputs: Vec<String>) -> Vec<S
         seed.to_string(),
     ]);
     cmd.push(if args.full { "--full" } else { "--quick" }.into());
-    for suite in &args.suites {
-        cmd.extend(["--suite".into(), suite.clone()]);
+    for suite in suites {
+        cmd.extend(["--suite".into(), suite.to_string()]);
     }
     for fault in &args.faults {
         cmd.extend(["--fault".into(), fault.name().into()]);
@@ -189,12 +197,13 @@ fn container_timeout(args: &GateArgs) -> Duration {
 async fn run_major(
     args: &GateArgs,
     major: u32,
+    suites: &[&str],
     seed: u64,
     host_report: &Path,
 ) -> anyhow::Result<()> {
     let (mounts, input_options) = inputs(args)?;
     let mut request = image(args, major)
-        .with_cmd(command(args, major, seed, input_options))
+        .with_cmd(command(args, major, suites, seed, input_options))
         .with_mount(Mount::bind_mount(host_report.display().to_string(), REPORT))
         .with_label("org.leasecheck.gate", std::process::id().to_string());
     for mount in mounts {

@@ -7,8 +7,10 @@ mod container;
 pub mod dsn;
 mod fault_suite;
 mod matrix_suite;
+pub mod merge;
 pub mod outcome;
 pub mod report;
+pub mod shard;
 mod suites;
 mod surface_suite;
 
@@ -111,6 +113,12 @@ pub struct GateArgs {
     /// every check). Checks that need a restart or crash are skipped.
     #[arg(long, conflicts_with_all = ["majors", "backend", "image", "official_images"])]
     pub dsn: Option<String>,
+    /// Run only share K of N of this run's units (a suite on a major), split the same way
+    /// on every runner; `leasecheck report merge` joins the N reports into one whose
+    /// verdict and checks are the unsharded run's. Give every shard the same options and
+    /// --seed.
+    #[arg(long, value_name = "K/N", conflicts_with = "dsn")]
+    pub shard: Option<shard::Shard>,
 }
 
 impl GateArgs {
@@ -143,6 +151,65 @@ impl GateArgs {
             threshold: self.bench_threshold,
         }))
     }
+}
+
+/// The suites each major runs, in order: every selected suite on every major, or with
+/// `--shard` this shard's units; and what a shard's summary records of the whole run.
+type Plan = Vec<(u32, Vec<suites::Suite>)>;
+
+fn plan(args: &GateArgs, majors: &[u32]) -> anyhow::Result<(Plan, Option<shard::ShardRun>)> {
+    let selected = select_suites(&args.suites)?;
+    let Some(which) = args.shard else {
+        let plan = majors.iter().map(|&m| (m, selected.clone())).collect();
+        return Ok((plan, None));
+    };
+    let units: Vec<(shard::Unit, u32)> = majors
+        .iter()
+        .flat_map(|&major| {
+            selected.iter().map(move |s| {
+                let unit = shard::Unit {
+                    major,
+                    suite: s.name.to_string(),
+                };
+                (unit, s.cost(args.size()))
+            })
+        })
+        .collect();
+    let mine = shard::select(which, &units)?;
+    // A shard runs the liveness suite first on each of its majors even when another shard
+    // reports it: on a build that hangs it stops there in seconds, as an unsharded run
+    // does (the merge counts the owner's result only).
+    let guard = selected.iter().find(|s| s.name == suites::LIVENESS);
+    let plan = majors
+        .iter()
+        .map(|&m| {
+            let mut suites = selected
+                .iter()
+                .filter(|s| mine.iter().any(|u| u.major == m && u.suite == s.name))
+                .copied()
+                .collect::<Vec<_>>();
+            if let Some(guard) = guard.filter(|_| !suites.is_empty()) {
+                if suites.first().map(|s| s.name) != Some(guard.name) {
+                    suites.insert(0, *guard);
+                }
+            }
+            (m, suites)
+        })
+        .filter(|(_, suites)| !suites.is_empty())
+        .collect();
+    let record = shard::ShardRun {
+        index: which.index,
+        count: which.count,
+        majors: majors.to_vec(),
+        suites: selected.iter().map(|s| s.name.to_string()).collect(),
+        faults: args
+            .fault_checks()
+            .iter()
+            .map(|f| f.name().into())
+            .collect(),
+        units: mine,
+    };
+    Ok((plan, Some(record)))
 }
 
 /// `14,15` or `all` ([`harness::pg::majors::parse_list`]).
@@ -180,8 +247,9 @@ fn clock_seed() -> u64 {
 /// Runs the gate; the exit status.
 pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
     let majors = parse_majors(&args.majors)?;
+    let (plan, shard) = plan(args, &majors)?;
     if args.list {
-        print!("{}", list(&select_suites(&args.suites)?, &majors));
+        print!("{}", list(&plan, shard.as_ref()));
         return Ok(model::Exit::Passed.code());
     }
     let mut build = load_build(args)?;
@@ -209,8 +277,17 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
         None => format!("installed as {}", build.files.name),
     };
     let baseline = args.bench_baseline()?;
+    let share = match &shard {
+        Some(s) => format!(
+            ", shard {}/{} ({} unit(s))",
+            s.index,
+            s.count,
+            s.units.len()
+        ),
+        None => String::new(),
+    };
     println!(
-        "gate: {} {} ({installed}), {} sizes, {on}, seed {seed}",
+        "gate: {} {} ({installed}), {} sizes, {on}, seed {seed}{share}",
         build.given.name,
         build.version,
         args.size().word(),
@@ -238,9 +315,9 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
             results
         }
         (None, Backend::Local) => {
-            run_local(args, build, &majors, seed, &report_dir, baseline.as_ref())?
+            run_local(args, build, &plan, seed, &report_dir, baseline.as_ref())?
         }
-        (None, Backend::Container) => container::run(args, &majors, seed, &report_dir)?,
+        (None, Backend::Container) => container::run(args, &plan, seed, &report_dir)?,
     };
     let run = GateRun {
         schema: outcome::SCHEMA,
@@ -255,15 +332,18 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
         size: args.size().word().to_string(),
         started: started.to_rfc3339(),
         seconds: clock.elapsed().as_secs_f64(),
+        seed: Some(seed),
+        shard,
+        merged_shards: None,
         status: GateRun::overall(&results),
         majors: results,
         server,
     };
-    finish(args, &run)
+    finish(args.report.as_deref(), &run)
 }
 
-/// Prints the table and the problems, writes the reports; the exit status.
-fn finish(args: &GateArgs, run: &GateRun) -> anyhow::Result<i32> {
+/// Prints the table and the problems, writes the reports into `report`; the exit status.
+pub fn finish(report: Option<&Path>, run: &GateRun) -> anyhow::Result<i32> {
     println!("\n{}", report::table(run));
     print!("{}", report::figures(run));
     print!("{}", report::problems(run));
@@ -285,7 +365,7 @@ fn finish(args: &GateArgs, run: &GateRun) -> anyhow::Result<i32> {
             println!("    {check}");
         }
     }
-    if let Some(dir) = &args.report {
+    if let Some(dir) = report {
         report::write_all(run, dir)?;
         println!(
             "report: {} ({}, {})",
@@ -314,11 +394,11 @@ fn spinner() -> ProgressBar {
     bar
 }
 
-/// Every selected suite on each major, on throwaway clusters here.
+/// Every major's suites of `plan`, on throwaway clusters here.
 fn run_local(
     args: &GateArgs,
     build: &'static Build,
-    majors: &[u32],
+    plan: &Plan,
     seed: u64,
     report_dir: &Path,
     baseline: Option<&bench_suite::Baseline>,
@@ -328,17 +408,17 @@ fn run_local(
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let selected = select_suites(&args.suites)?;
     let faults = args.fault_checks();
     let mut results = Vec::new();
-    for &major in majors {
+    for (major, suites) in plan {
+        let major = *major;
         let bar = spinner();
         let local = LocalMajor {
             major,
             build,
             seed,
             size: args.size(),
-            suites: &selected,
+            suites,
             tests_dir: tests_dir(args),
             report_dir,
             faults: &faults,
@@ -352,12 +432,31 @@ fn run_local(
     Ok(results)
 }
 
-/// What `selected` run on `majors` (`--list`).
-fn list(selected: &[suites::Suite], majors: &[u32]) -> String {
+/// What `plan` runs (`--list`): with `--shard`, the shard's units first.
+fn list(plan: &Plan, shard: Option<&shard::ShardRun>) -> String {
     let mut out = String::new();
-    for suite in selected {
+    if let Some(s) = shard {
+        out.push_str(&format!("shard {}/{}:\n", s.index, s.count));
+        for unit in &s.units {
+            out.push_str(&format!("  pg{} {}\n", unit.major, unit.suite));
+        }
+    }
+    let mut suites: Vec<suites::Suite> = Vec::new();
+    for suite in plan.iter().flat_map(|(_, s)| s) {
+        if !suites.iter().any(|s| s.name == suite.name) {
+            suites.push(*suite);
+        }
+    }
+    // The majors a suite runs on.
+    let on = |name: &str| -> Vec<u32> {
+        plan.iter()
+            .filter(|(_, s)| s.iter().any(|s| s.name == name))
+            .map(|(m, _)| *m)
+            .collect()
+    };
+    for suite in &suites {
         match suite.name {
-            "security" => out.push_str(&surface_suite::list(majors)),
+            "security" => out.push_str(&surface_suite::list(&on("security"))),
             "faults" => out.push_str("faults: `leasecheck faults --list` names its checks\n"),
             other => out.push_str(&format!("{other}\n")),
         }

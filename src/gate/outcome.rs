@@ -235,7 +235,17 @@ pub struct GateRun {
     /// `quick` or `full`.
     pub size: String,
     pub started: String,
+    /// Wall-clock seconds (of a merged report: its longest shard's).
     pub seconds: f64,
+    /// The seed of the campaigns and plans (absent in schema 2 summaries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// A `--shard K/N` run: which share, of what run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<super::shard::ShardRun>,
+    /// A report merged by `leasecheck report merge`: how many shards it joins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_shards: Option<u32>,
     pub status: Status,
     pub majors: Vec<MajorResult>,
     /// The existing server of a `--dsn` run (absent otherwise).
@@ -260,8 +270,9 @@ pub struct ExistingServer {
     pub removed_roles: Vec<String>,
 }
 
-/// The summary format this build writes (2: the `skipped` status and `server`).
-pub const SCHEMA: u32 = 2;
+/// The summary format this build writes (2: the `skipped` status and `server`; 3: `seed`,
+/// `shard` and `merged_shards`).
+pub const SCHEMA: u32 = 3;
 
 impl GateRun {
     /// The status over all majors ([`Status::of_group`]; no major run is an

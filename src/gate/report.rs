@@ -314,6 +314,19 @@ pub fn html(run: &GateRun) -> String {
         html_text(&run.started),
         run.seconds
     );
+    if let Some(seed) = run.seed {
+        let _ = write!(out, "<p>seed {seed}");
+        match (&run.shard, run.merged_shards) {
+            (Some(s), _) => {
+                let _ = write!(out, ", shard {}/{} of this run", s.index, s.count);
+            }
+            (None, Some(n)) => {
+                let _ = write!(out, ", merged from {n} shards");
+            }
+            (None, None) => {}
+        }
+        out.push_str("</p>\n");
+    }
     out.push_str("<h2>Scripts</h2><ul>");
     for s in &run.scripts {
         let _ = write!(
@@ -458,6 +471,9 @@ mod tests {
             size: "quick".into(),
             started: String::new(),
             seconds: 1.0,
+            seed: Some(1),
+            shard: None,
+            merged_shards: None,
             status: GateRun::overall(std::slice::from_ref(&major)),
             majors: vec![major],
             server: None,

@@ -79,10 +79,17 @@ impl Ctx<'_> {
     }
 }
 
+/// The suite that runs first: a build whose calls do not answer gets that verdict in
+/// seconds, and nothing else runs on it.
+pub const LIVENESS: &str = "liveness";
+
 /// One named suite.
 #[derive(Clone, Copy)]
 pub struct Suite {
     pub name: &'static str,
+    /// About how many seconds it takes at quick and full size on one major (measured on
+    /// PG 15 on a 2-core machine, results/gate): only a hint that balances `--shard`.
+    cost: [u32; 2],
     run: for<'a> fn(&'a Ctx<'a>) -> SuiteFuture<'a>,
 }
 
@@ -90,45 +97,61 @@ impl Suite {
     pub async fn run(&self, ctx: &Ctx<'_>) -> SuiteResult {
         (self.run)(ctx).await
     }
+
+    pub fn cost(&self, size: Size) -> u32 {
+        match size {
+            Size::Quick => self.cost[0],
+            Size::Full => self.cost[1],
+        }
+    }
 }
 
 /// Every suite, in the order they run.
 pub fn suites() -> Vec<Suite> {
     vec![
         Suite {
-            name: "liveness",
+            name: LIVENESS,
+            cost: [2, 2],
             run: |c| Box::pin(liveness(c)),
         },
         Suite {
             name: "installcheck",
+            cost: [12, 12],
             run: |c| Box::pin(installcheck(c)),
         },
         Suite {
             name: "conformance",
+            cost: [20, 24],
             run: |c| Box::pin(conformance(c)),
         },
         Suite {
             name: "campaign",
+            cost: [5, 14],
             run: |c| Box::pin(free_campaigns(c)),
         },
         Suite {
             name: "stepped",
+            cost: [20, 70],
             run: |c| Box::pin(stepped_plans(c)),
         },
         Suite {
             name: "matrix",
+            cost: [40, 215],
             run: |c| Box::pin(super::matrix_suite::matrix(c)),
         },
         Suite {
             name: "security",
+            cost: [45, 45],
             run: |c| Box::pin(security(c)),
         },
         Suite {
             name: "faults",
+            cost: [33, 70],
             run: |c| Box::pin(super::fault_suite::faults(c)),
         },
         Suite {
             name: "bench",
+            cost: [39, 39],
             run: |c| Box::pin(super::bench_suite::bench(c)),
         },
     ]

@@ -1,0 +1,183 @@
+//! `leasecheck gate --shard K/N` and `leasecheck report merge` end to end on PostgreSQL 15:
+//! three shards of a run, run side by side as three CI runners would, merge to the
+//! unsharded run's verdict and checks, on the shipped extension and on two mutants (one
+//! with a finding, one that hangs). Bounded to three cheap suites (liveness, installcheck,
+//! campaign: one unit per shard); the full quick gate sharded is recorded in results/gate.
+
+mod common;
+use common::{leasecheck, mutant, summary};
+
+use harness::extension::ExtensionFiles;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const SUITES: [&str; 3] = ["liveness", "installcheck", "campaign"];
+
+/// (major, suite, check, status, invariant) of every check, in the report's order.
+type Check = (u64, String, String, String, Option<String>);
+
+fn checks(summary: &Value) -> Vec<Check> {
+    let mut out = Vec::new();
+    for major in summary["majors"].as_array().expect("majors") {
+        for suite in major["suites"].as_array().expect("suites") {
+            for check in suite["checks"].as_array().expect("checks") {
+                out.push((
+                    major["major"].as_u64().unwrap_or(0),
+                    suite["suite"].as_str().unwrap_or("").to_string(),
+                    check["name"].as_str().unwrap_or("").to_string(),
+                    check["status"].as_str().unwrap_or("").to_string(),
+                    check["invariant"].as_str().map(String::from),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The build's options: this checkout's extension, or a mutant written into `dir` as one
+/// install script and its control file.
+fn build_options(name: Option<&str>, dir: &Path) -> Vec<String> {
+    let Some(name) = name else {
+        return Vec::new();
+    };
+    let files = ExtensionFiles::mutant(mutant(name)).expect("the mutant applies");
+    let sql = dir.join(format!("{name}.sql"));
+    let control = dir.join("pg_lease.control");
+    std::fs::write(&sql, files.install_script()).unwrap();
+    std::fs::write(&control, &files.control).unwrap();
+    vec![
+        "--extension-sql".into(),
+        sql.display().to_string(),
+        "--control".into(),
+        control.display().to_string(),
+    ]
+}
+
+/// `leasecheck gate` on PG 15 with the test's suites and seed, `more` options, writing
+/// its report into `report`.
+fn gate(build: &[String], more: &[String], report: &Path) -> (i32, String) {
+    let mut args: Vec<String> = ["gate", "--pg", "15", "--quick", "--seed", "5"]
+        .map(String::from)
+        .to_vec();
+    for s in SUITES {
+        args.extend(["--suite".into(), s.into()]);
+    }
+    args.extend(build.iter().cloned());
+    args.extend(more.iter().cloned());
+    args.extend(["--report".into(), report.display().to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    leasecheck(&args)
+}
+
+/// Every timeline the merged report links to is in it.
+fn assert_links_resolve(report: &Path, summary: &Value) {
+    for major in summary["majors"].as_array().unwrap() {
+        for suite in major["suites"].as_array().unwrap() {
+            for check in suite["checks"].as_array().unwrap() {
+                if let Some(t) = check["timeline"].as_str() {
+                    assert!(report.join(t).is_file(), "{t} is not in {report:?}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn three_shards_merge_to_the_unsharded_verdict_and_checks() {
+    for (build, code_wanted) in [
+        (None, 0),
+        (Some("acquire_ignores_holder"), 1),
+        (Some("renew_spins_on_a_free_key"), 1),
+    ] {
+        let work = tempfile::tempdir().unwrap();
+        let options = build_options(build, work.path());
+        let whole = work.path().join("whole");
+        let (code, out) = gate(&options, &[], &whole);
+        println!("{build:?} unsharded: {out}");
+        assert_eq!(code, code_wanted, "{build:?}: {out}");
+        let dirs: Vec<PathBuf> = (1..=3)
+            .map(|k| work.path().join(format!("shard{k}")))
+            .collect();
+        // The three shards at once, as three runners would run them.
+        let shard_runs: Vec<(i32, String)> = std::thread::scope(|scope| {
+            let runs: Vec<_> = dirs
+                .iter()
+                .enumerate()
+                .map(|(k, dir)| {
+                    let shard = vec!["--shard".to_string(), format!("{}/3", k + 1)];
+                    let options = &options;
+                    scope.spawn(move || gate(options, &shard, dir))
+                })
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        for (k, (_, out)) in shard_runs.iter().enumerate() {
+            println!("{build:?} shard {}/3: {out}", k + 1);
+            assert!(
+                out.contains(&format!("shard {}/3 (1 unit(s))", k + 1)),
+                "{out}"
+            );
+        }
+        let merged = work.path().join("merged");
+        let mut args = vec![
+            "report".to_string(),
+            "merge".into(),
+            "--out".into(),
+            merged.display().to_string(),
+        ];
+        args.extend(dirs.iter().map(|d| d.display().to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (merged_code, out) = leasecheck(&args);
+        println!("{build:?} merged: {out}");
+        let (want, got) = (summary(&whole), summary(&merged));
+        assert_eq!(merged_code, code, "{build:?}: {out}");
+        assert_eq!(got["status"], want["status"], "{build:?}");
+        assert_eq!(checks(&got), checks(&want), "{build:?}");
+        assert_eq!(got["merged_shards"], 3);
+        assert!(merged.join("junit.xml").is_file() && merged.join("index.html").is_file());
+        assert_links_resolve(&merged, &got);
+    }
+}
+
+/// The control: two of three shards are not the run, and a shard of another seed is not
+/// one of its shards; both are refused (exit 2), naming what is wrong.
+#[test]
+fn an_incomplete_or_mixed_set_of_shards_is_refused() {
+    let work = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = (1..=3).map(|k| work.path().join(format!("s{k}"))).collect();
+    // Summaries of shards 1-3 of a run on nothing (the refusals come before any
+    // result is read), the third of another seed.
+    for (k, dir) in dirs.iter().enumerate() {
+        std::fs::create_dir_all(dir).unwrap();
+        let summary = serde_json::json!({
+            "schema": 3, "leasecheck": "0", "extension": "pg_lease", "version": "0.3.0",
+            "scripts": [], "size": "quick", "started": "x", "seconds": 1.0,
+            "seed": if k == 2 { 6 } else { 5 }, "status": "passed", "majors": [],
+            "shard": {"index": k + 1, "count": 3, "majors": [15], "suites": SUITES,
+                      "faults": [], "units": []}
+        });
+        std::fs::write(dir.join("summary.json"), summary.to_string()).unwrap();
+    }
+    let out = work.path().join("out");
+    let (code, text) = leasecheck(&[
+        "report",
+        "merge",
+        "--out",
+        out.to_str().unwrap(),
+        dirs[0].to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("shard(s) [2, 3] of 3 missing"), "{text}");
+    let (code, text) = leasecheck(&[
+        "report",
+        "merge",
+        "--out",
+        out.to_str().unwrap(),
+        dirs[0].to_str().unwrap(),
+        dirs[1].to_str().unwrap(),
+        dirs[2].to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("its seed is Some(6), not Some(5)"), "{text}");
+    assert!(!out.join("summary.json").exists());
+}
