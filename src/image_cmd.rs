@@ -293,7 +293,7 @@ fn write_context(dir: &Path, major: u32) -> anyhow::Result<()> {
     };
     write("Dockerfile", &dockerfile(major), 0o644)?;
     write("docker-entrypoint.sh", ENTRYPOINT, 0o755)?;
-    if major != 15 {
+    if major != harness::pg::DEFAULT_MAJOR {
         let install = harness::pg::fetch(major)
             .with_context(|| format!("fetching the pinned PostgreSQL {major} build"))?;
         let root = install

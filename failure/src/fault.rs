@@ -541,10 +541,12 @@ impl fmt::Display for Fault {
 
 /// A fault name that names no fault.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("unknown fault {given:?}: expected one of {known} (or a group: crash, restart, cut, pause, lapse, kill, all)")]
+#[error("unknown fault {given:?}: expected one of {known} (or a group: {groups})")]
 pub struct UnknownFault {
     pub given: String,
     pub known: String,
+    /// The group names of `--nemesis` ([`parse_group`]), read from the fault records.
+    pub groups: String,
 }
 
 impl FromStr for Fault {
@@ -559,9 +561,17 @@ impl FromStr for Fault {
 }
 
 fn unknown(s: &str) -> UnknownFault {
+    let mut groups: Vec<&str> = Vec::new();
+    for group in SPECS.iter().filter_map(|spec| spec.class.group()) {
+        if !groups.contains(&group) {
+            groups.push(group);
+        }
+    }
+    groups.push("all");
     UnknownFault {
         given: s.to_string(),
         known: Fault::ALL.map(Fault::name).join(", "),
+        groups: groups.join(", "),
     }
 }
 
