@@ -11,7 +11,8 @@ pub mod client;
 pub mod conformance;
 pub mod contract;
 pub mod extension;
-pub mod fate;
+/// The fate adapter for tokio-postgres errors (its own crate, shared with the lock store).
+pub use pgfate as fate;
 pub mod fenced;
 pub mod installcheck;
 pub mod judgement;

@@ -3,7 +3,7 @@
 //! A pure function in two steps, so that a test can run it over every input:
 //! [`Fault::of`] extracts what matters from a driver error (its SQLSTATE, or
 //! how it failed without one) by the error's kind, through
-//! [`harness::fate::condition`], never by its message text; and [`classify`]
+//! [`pgfate::condition`], never by its message text; and [`classify`]
 //! maps a [`Fault`] to a [`Verdict`] by the one error-fate table
 //! ([`model::fate`]): contention exactly when the fate is retryable (the
 //! outcome is unknown, or the failure transient), a programming error
@@ -69,7 +69,7 @@ pub enum Verdict {
 impl Fault {
     /// Extracts the fault from a driver error.
     pub fn of(err: &tokio_postgres::Error) -> Fault {
-        match harness::fate::condition(err) {
+        match pgfate::condition(err) {
             Condition::Sql(code) | Condition::InTarget(code) => {
                 Fault::Sql(SqlState::from_code(code))
             }

@@ -1,4 +1,5 @@
-//! tokio-postgres errors as conditions of the one error-fate table ([`model::fate`]).
+//! tokio-postgres errors as conditions of the one error-fate table ([`model::fate`]): the
+//! adapter shared by the harness (`harness::fate` re-exports it) and the lock store.
 //!
 //! The driver's error kind is private, so a condition is read from what the error exposes
 //! about its kind: the server's error ([`tokio_postgres::Error::as_db_error`]), the closed
