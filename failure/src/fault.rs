@@ -7,12 +7,11 @@
 //! variant, its record and, when no existing situation fits, its situation's code.
 
 use crate::builds::BrokenBuild;
-use crate::checks::{
-    Breakage, CampaignPlan, Control, Doctor, Expect, Script, Situation, TimeoutIn, KEPT_WRITE,
-    LAPSE_IGNORED, LOST_WRITE, RENEW_AFTER_LAPSE,
-};
-use crate::inject::{Cut, Injection};
 use crate::server::Stop;
+use crate::situation::{
+    Breakage, CampaignPlan, Control, Cut, Doctor, Expect, Injection, Script, Situation, TimeoutIn,
+    KEPT_WRITE, LAPSE_IGNORED, LOST_WRITE, RENEW_AFTER_LAPSE,
+};
 use model::Invariant;
 use std::fmt;
 use std::str::FromStr;

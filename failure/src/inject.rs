@@ -6,6 +6,7 @@ use crate::error::FaultError;
 use crate::fault::Fault;
 use crate::proxy::Proxy;
 use crate::server::{Server, Stop};
+pub use crate::situation::{Cut, Injection};
 use chrono::{DateTime, Utc};
 use harness::campaign::Recording;
 use harness::recorder::{Recorder, RecorderError};
@@ -29,38 +30,6 @@ pub struct Reach<'a> {
     pub proxy: Option<&'a Proxy>,
     /// The campaign, when the clients are a campaign's processes (client pauses).
     pub recording: Option<&'a Recording>,
-}
-
-/// How a campaign's schedule injects a fault (its record's [`crate::fault::Spec::injection`];
-/// `crate::mixed` dispatches on it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Injection {
-    /// The server stopped as said, down for the hold, then started ([`Reach::restart`]).
-    Restart(Stop),
-    /// A client backend terminated, or its statement cancelled ([`Reach::kill_backend`]).
-    Backend { terminate: bool },
-    /// SIGSTOP of the server for the hold ([`Reach::server_pause`]).
-    ServerPause,
-    /// A cut through the proxy ([`Reach::cut`]).
-    Cut(Cut),
-    /// A campaign process stops for the hold ([`Reach::client_pause`]).
-    ClientPause,
-    /// A live lease of a workload key made to lapse now ([`Reach::lapse`]).
-    Lapse,
-    /// Only the fault's own scripted situation can bring it about (a rollback, a waiter
-    /// woken): a campaign cannot inject it.
-    SituationOnly,
-}
-
-/// What a cut does to the connections through the proxy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cut {
-    /// Every connection closed cleanly (FIN).
-    Close,
-    /// Every connection reset (RST).
-    Reset,
-    /// Nothing forwarded for the hold, nothing closed.
-    Blackhole,
 }
 
 /// Which backend a kill hits.

@@ -6,6 +6,7 @@
 //!
 //! - [`fault`]: the named faults ([`Fault`]), each a check of its own, each described by one
 //!   record of [`fault::SPECS`] (every list of faults is a filter over it).
+//! - [`situation`]: the vocabulary of a record (situation, injection, control), plain data.
 //! - [`inject`]: injecting one fault into a live history ([`inject::Reach`]).
 //! - [`schedule`]: fault schedules drawn by proptest (which fault, when, how long).
 //! - [`mixed`]: a campaign under a schedule, judged over the whole history.
@@ -24,6 +25,7 @@ pub mod mixed;
 pub mod proxy;
 pub mod schedule;
 pub mod server;
+pub mod situation;
 pub mod suite;
 
 pub use error::FaultError;

@@ -4,20 +4,11 @@
 //! floor grew beyond the threshold (`bench::compare`). The figures go into the summary and
 //! the whole bench result into `<report>/pg<major>/bench/`.
 
+use super::ctx::{Baseline, Ctx};
 use super::outcome::{CheckResult, LatencyFigure, SuiteResult};
-use super::suites::Ctx;
 use bench::result::{BenchResult, Driver};
 use bench::workloads::{self, W1_CYCLE, W2_CONTEND};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-/// A bench result to compare with, and the threshold.
-#[derive(Debug, Clone)]
-pub struct Baseline {
-    pub dir: PathBuf,
-    pub result: BenchResult,
-    pub threshold: f64,
-}
 
 /// The bench measures for a fixed time (about 40 s); this bounds a hang (a driver stuck on
 /// a connection). A bench that hangs keeps its thread and cluster until the gate exits.
@@ -165,6 +156,7 @@ fn figures(result: &BenchResult) -> Vec<LatencyFigure> {
 mod tests {
     use super::*;
     use crate::gate::outcome::Status;
+    use std::path::PathBuf;
 
     /// The committed bench baseline of PG 15 (a real run).
     fn committed() -> (PathBuf, BenchResult) {

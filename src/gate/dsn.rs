@@ -4,7 +4,7 @@
 //! server's scripts with the build's when it can read them, and drops what it created.
 
 use super::outcome::{CheckResult, ExistingServer, MajorResult, SuiteResult};
-use super::{run_suites, spinner, suites, GateArgs, Size};
+use super::{ctx, run_suites, spinner, suites, GateArgs, Size};
 use anyhow::{anyhow, Context};
 use harness::extension::{sha256_hex, Build};
 use harness::pg::Cluster;
@@ -117,7 +117,7 @@ impl ExistingRun<'_> {
         let mut results = Vec::new();
         match self.installed_build(server).await {
             Ok(()) => {
-                let ctx = suites::Ctx {
+                let ctx = ctx::Ctx {
                     cluster: self.cluster,
                     build: self.build,
                     size: self.size(),

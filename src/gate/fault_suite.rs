@@ -3,8 +3,8 @@
 //! injected into a recorded history, judged by the model's checker. The negative controls
 //! are not run: they test the checks, not the build (`leasecheck faults --controls`).
 
+use super::ctx::Ctx;
 use super::outcome::{CheckResult, SuiteResult};
-use super::suites::Ctx;
 use super::Size;
 use harness::judgement::Cause;
 use nemesis::suite::{self, Run};
@@ -57,7 +57,7 @@ pub async fn faults(ctx: &Ctx<'_>) -> SuiteResult {
                 FAULT_CHECK_TIMEOUT,
             ),
         };
-        let stop = super::suites::is_hang(&check);
+        let stop = super::ctx::is_hang(&check);
         checks.push(check);
         if stop {
             break;

@@ -5,8 +5,8 @@
 //! campaign judged by the checker (and the exact UTC expiry, the refusals the setting
 //! requires), and at full size the conformance suite under it.
 
+use super::ctx::{bounded, is_hang, Ctx};
 use super::outcome::{CheckResult, SuiteResult};
-use super::suites::{bounded, is_hang, Ctx};
 use super::Size;
 use harness::judgement::Cause;
 use harness::matrix::{self, CampaignSize, MatrixOptions, Setting, Verdict, Version};

@@ -286,8 +286,8 @@ fn reported(run: &GateRun, unit: &Unit, plan_suites: &[String]) -> bool {
     };
     let position = |name: &str| plan_suites.iter().position(|p| p == name);
     major.suites.iter().any(|s| {
-        let hung_before = s.checks.iter().any(super::suites::is_hang)
-            && position(&s.suite) < position(&unit.suite);
+        let hung_before =
+            s.checks.iter().any(super::ctx::is_hang) && position(&s.suite) < position(&unit.suite);
         s.suite == unit.suite || position(&s.suite).is_none() || hung_before
     })
 }
@@ -312,7 +312,7 @@ fn merge_major(
     suites.sort_by_key(|s| position(s).map_or(0, |p| p + 1));
     if let Some(hung) = suites
         .iter()
-        .position(|s| s.checks.iter().any(super::suites::is_hang))
+        .position(|s| s.checks.iter().any(super::ctx::is_hang))
     {
         for s in suites.drain(hung + 1..) {
             cut.push(format!("PG {major} {}", s.suite));
@@ -464,7 +464,7 @@ mod tests {
                         }
                         let hang = suites
                             .iter()
-                            .position(|s| s.checks.iter().any(crate::gate::suites::is_hang));
+                            .position(|s| s.checks.iter().any(crate::gate::ctx::is_hang));
                         if let Some(k) = hang {
                             suites.truncate(k + 1);
                         }

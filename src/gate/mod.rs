@@ -3,14 +3,20 @@
 //! summary table, writes the reports, and exits 0 only if everything passed.
 
 mod bench_suite;
+mod campaign_suite;
+mod conformance_suite;
 mod container;
+mod ctx;
 pub mod dsn;
 mod fault_suite;
+mod installcheck_suite;
 mod matrix_suite;
 pub mod merge;
 pub mod outcome;
 pub mod report;
+mod security_suite;
 pub mod shard;
+mod stepped_suite;
 mod suites;
 mod surface_suite;
 
@@ -139,13 +145,13 @@ impl GateArgs {
     }
 
     /// The bench baseline, read (an unreadable one is refused before anything runs).
-    fn bench_baseline(&self) -> anyhow::Result<Option<bench_suite::Baseline>> {
+    fn bench_baseline(&self) -> anyhow::Result<Option<ctx::Baseline>> {
         let Some(dir) = &self.bench_baseline else {
             return Ok(None);
         };
         let result = bench::BenchResult::read(dir)
             .with_context(|| format!("--bench-baseline {}", dir.display()))?;
-        Ok(Some(bench_suite::Baseline {
+        Ok(Some(ctx::Baseline {
             dir: dir.clone(),
             result,
             threshold: self.bench_threshold,
@@ -401,7 +407,7 @@ fn run_local(
     plan: &Plan,
     seed: u64,
     report_dir: &Path,
-    baseline: Option<&bench_suite::Baseline>,
+    baseline: Option<&ctx::Baseline>,
 ) -> anyhow::Result<Vec<MajorResult>> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
@@ -486,7 +492,7 @@ fn select_suites(names: &[String]) -> anyhow::Result<Vec<suites::Suite>> {
 /// that the target hangs the remaining suites are not run on this build (each would wait
 /// out its own bounds); they are named.
 async fn run_suites(
-    ctx: &suites::Ctx<'_>,
+    ctx: &ctx::Ctx<'_>,
     selected: &[suites::Suite],
     major: u32,
     bar: &ProgressBar,
@@ -504,7 +510,7 @@ async fn run_suites(
                 result.seconds
             )
         });
-        let hung = result.checks.iter().any(suites::is_hang);
+        let hung = result.checks.iter().any(ctx::is_hang);
         results.push(result);
         let rest: Vec<&str> = selected[i + 1..].iter().map(|s| s.name).collect();
         if hung && !rest.is_empty() {
@@ -525,7 +531,7 @@ async fn run_suites(
 /// catalog declares another API than the contract: the build's API is the cause, a
 /// finding naming the difference. `api` caches the build's differences.
 async fn attribute_to_the_api(
-    ctx: &suites::Ctx<'_>,
+    ctx: &ctx::Ctx<'_>,
     result: &mut SuiteResult,
     api: &mut Option<Vec<String>>,
 ) {
@@ -558,7 +564,7 @@ async fn attribute_to_the_api(
 }
 
 /// How the build's catalog differs from the contract (none when it cannot be read).
-async fn api_differences(ctx: &suites::Ctx<'_>) -> Vec<String> {
+async fn api_differences(ctx: &ctx::Ctx<'_>) -> Vec<String> {
     let ask = async {
         let db = ctx
             .cluster
@@ -585,7 +591,7 @@ struct LocalMajor<'a> {
     tests_dir: Option<PathBuf>,
     report_dir: &'a Path,
     faults: &'a [nemesis::Fault],
-    bench_baseline: Option<&'a bench_suite::Baseline>,
+    bench_baseline: Option<&'a ctx::Baseline>,
 }
 
 impl LocalMajor<'_> {
@@ -605,7 +611,7 @@ impl LocalMajor<'_> {
                 return MajorResult::of(self.major, None, "local", vec![suite]);
             }
         };
-        let ctx = suites::Ctx {
+        let ctx = ctx::Ctx {
             cluster: &cluster,
             build: self.build,
             size: self.size,

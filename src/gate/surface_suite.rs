@@ -2,8 +2,8 @@
 //! one check per statement class, and `leasecheck gate --suite security --list`, which
 //! prints the security checks and the statement classes (the data the suite runs).
 
+use super::ctx::Ctx;
 use super::outcome::CheckResult;
-use super::suites::Ctx;
 use super::Size;
 use harness::security::surface::{self, Control, Shape, SurfaceOptions, CLASSES, LIMITATIONS};
 use std::fmt::Write;

@@ -4,7 +4,7 @@
 //! with a final inspect of every key, is judged.
 
 use super::rig::{self, Setup};
-use super::{doctor, judge, Breakage, CheckFailure, CheckResult, Passed};
+use super::{doctor, judge, Breakage, CampaignPlan, CheckFailure, CheckResult, Passed};
 use crate::builds::BrokenBuild;
 use crate::fault::Fault;
 use crate::mixed::{self, MixedReport};
@@ -19,25 +19,6 @@ use std::time::Duration;
 
 /// The seed of the check campaigns (fixed: a failure names its plans).
 const SEED: u64 = 20_261_203;
-
-/// A campaign check's plan: what workload, schedule and server settings it runs (one arm
-/// of [`plan`] each).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CampaignPlan {
-    /// Two restarts of the fault's own kind under long TTLs (what a restart could lose is
-    /// still live afterwards).
-    Restarts,
-    /// Three crashes with `synchronous_commit = off` everywhere.
-    SyncOffCrashes,
-    /// Two server pauses.
-    ServerPauses,
-    /// One cut (close or reset) of every connection through the proxy.
-    Cuts,
-    /// One blackhole longer than the call timeout.
-    Blackhole,
-    /// Sixteen lapses of live leases, each followed by whoever takes the key over.
-    Lapses,
-}
 
 /// The situation of a campaign check.
 struct Plan {

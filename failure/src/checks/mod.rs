@@ -19,27 +19,18 @@ mod campaigns;
 mod rig;
 mod scripted;
 
-pub use campaigns::CampaignPlan;
-pub use scripted::{Script, TimeoutIn};
+pub use crate::situation::{
+    Breakage, CampaignPlan, Control, Doctor, Expect, Script, Situation, TimeoutIn,
+};
 
-use crate::builds::BrokenBuild;
 use crate::error::FaultError;
 use crate::fault::Fault;
 use harness::extension::ExtensionFiles;
 use harness::judgement::{Cause, Judgement};
 use harness::pg::PgInstall;
 use model::checker::Violation;
-use model::{History, Invariant, Verdict};
+use model::{History, Verdict};
 use std::fmt;
-
-/// What a fault's check drives (its record's [`crate::fault::Spec::situation`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Situation {
-    /// A few sessions make set calls around one fault ([`Script`]).
-    Scripted(Script),
-    /// A short campaign under a fixed fault schedule ([`CampaignPlan`]).
-    Campaign(CampaignPlan),
-}
 
 /// What a passing check saw.
 #[derive(Debug)]
@@ -129,56 +120,6 @@ impl CheckFailure {
 
 pub type CheckResult = Result<Passed, CheckFailure>;
 
-/// How a negative control breaks the check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Breakage {
-    /// Run against this broken build (with the check's own server settings).
-    Build(BrokenBuild),
-    /// Run against the shipped build, then judge the history with one answer changed to
-    /// what a server with the named defect would have answered.
-    Doctored(Doctor),
-    /// Let the fault miss (the clients do not reach the proxy).
-    FaultMisses,
-}
-
-/// The history edits of doctored controls.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Doctor {
-    /// The first inspect after the first restart shows the key never leased: committed
-    /// state lost in a restart.
-    LostInRestart,
-    /// The terminated (or rolled-back) transaction recorded as committed: its writes kept.
-    AbortedKept,
-    /// The resolved ends of the crashed COMMITs swapped (committed <-> rolled back).
-    ResolutionSwapped,
-    /// The first takeover of a lapsed key (a grant to an owner other than the lapsed
-    /// holder) answered `denied` (a blocking acquire: its wait timed out) instead, and the
-    /// key's later calls dropped: the lapse ignored (the checker must know the key was
-    /// lapsed).
-    LapseIgnored,
-    /// The final inspect shows the owner of the cancelled call holding the key: the
-    /// cancelled statement's write kept.
-    CancelledWriteKept,
-}
-
-/// What a control must fail with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Expect {
-    /// A violation of one of these invariants.
-    Violation(&'static [Invariant]),
-    /// An expectation of the situation broken (its message contains the text).
-    Unexpected(&'static str),
-    /// A typed infrastructure failure: the fault was not injected.
-    NotInjected,
-}
-
-/// A negative control of a check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Control {
-    pub breakage: Breakage,
-    pub expects: Expect,
-}
-
 impl fmt::Display for Expect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -204,40 +145,6 @@ impl fmt::Display for Breakage {
         }
     }
 }
-
-/// Invariants a lost committed write can show as.
-pub(crate) const LOST_WRITE: &[Invariant] = &[
-    Invariant::DurabilityAndTimeAuthority,
-    Invariant::EpochNeverDecreases,
-    Invariant::GrantEpochFresh,
-    Invariant::MutualExclusion,
-    Invariant::InspectConsistent,
-    Invariant::LapseIsFinal,
-    Invariant::RenewKeepsEpoch,
-    Invariant::ReleaseAdvancesEpoch,
-    Invariant::PrecedenceAndIsolation,
-    Invariant::FailClosed,
-];
-/// Invariants a write that should not have happened (or a success that should have been
-/// refused) can show as.
-pub(crate) const KEPT_WRITE: &[Invariant] = LOST_WRITE;
-/// A renew (or release) that succeeded after a lapse: the checker names the first broken
-/// invariant it meets (lapse is final, the precedence of lapsed over ok, the overlap with
-/// a takeover, or the server clock's authority).
-pub(crate) const RENEW_AFTER_LAPSE: &[Invariant] = &[
-    Invariant::LapseIsFinal,
-    Invariant::PrecedenceAndIsolation,
-    Invariant::MutualExclusion,
-    Invariant::DurabilityAndTimeAuthority,
-];
-
-/// An acquire of a lapsed key answered `denied`.
-pub(crate) const LAPSE_IGNORED: &[Invariant] = &[
-    Invariant::LapseIsFinal,
-    Invariant::PrecedenceAndIsolation,
-    Invariant::InspectConsistent,
-    Invariant::MutualExclusion,
-];
 
 /// The negative control of `fault`'s check (its record's, [`crate::fault::Spec::control`]).
 pub fn control(fault: Fault) -> Control {
@@ -563,7 +470,7 @@ mod tests {
         );
         match judge(&doctored) {
             Err(CheckFailure::Violation(v)) => assert!(
-                LAPSE_IGNORED.contains(&v.invariant),
+                crate::situation::LAPSE_IGNORED.contains(&v.invariant),
                 "named {:?}: {v}",
                 v.invariant
             ),

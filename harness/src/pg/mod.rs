@@ -27,14 +27,16 @@ pub mod majors;
 mod private;
 mod procs;
 
-pub use client_programs::{
-    client_programs_bin_dir, fetch_client_programs, pinned_client_programs, PinnedClientPrograms,
-};
+pub use client_programs::{client_programs_bin_dir, fetch_client_programs};
 pub use cluster::{quote_ident, shared, test_majors, Cluster, ClusterOptions, HOST, SUPERUSER};
 pub use external::Removed;
-pub use fetch::{cache_root, fetch, pinned, PinnedRelease};
+pub use fetch::cache_root;
+pub use install::fetch_install as fetch;
 pub use install::{InstallSource, PgInstall, PgVersion};
-pub use majors::{Major, MajorListError, DEFAULT_MAJOR, DEFAULT_TEST_MAJORS, MAJORS};
+pub use majors::{
+    pinned, pinned_client_programs, Major, MajorListError, PinnedClientPrograms, PinnedRelease,
+    DEFAULT_MAJOR, DEFAULT_TEST_MAJORS, MAJORS,
+};
 
 use std::path::PathBuf;
 

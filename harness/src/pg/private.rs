@@ -68,7 +68,7 @@ fn common_ancestor(a: &Path, b: &Path) -> PathBuf {
 }
 
 fn make_root(major: u32) -> Result<PathBuf> {
-    let root = super::cluster::scratch_path(&format!(
+    let root = procs::scratch_path(&format!(
         "leasecheck-pg-install-{}-{major}",
         std::process::id()
     ));

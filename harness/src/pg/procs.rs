@@ -350,3 +350,20 @@ rm -rf "$1"
         }
     }
 }
+
+/// The temp directory scratch directories go under (`LEASECHECK_TMPDIR`, else the system's).
+pub(crate) fn scratch_base() -> PathBuf {
+    std::env::var_os("LEASECHECK_TMPDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+/// `<scratch base>/<name>-<nanoseconds, hex>`: `name` carries the process id the cleanup
+/// looks for, the suffix keeps two directories of one process apart.
+pub(crate) fn scratch_path(name: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    scratch_base().join(format!("{name}-{nanos:x}"))
+}

@@ -1,7 +1,6 @@
 //! What the algorithm model explores: the step order ([`Variant`]), the clock ([`Timing`])
 //! and the bounds ([`AlgoConfig`]).
 
-use super::state::CallKind;
 use std::fmt;
 
 /// Most sessions a model can have.
@@ -19,6 +18,18 @@ pub const NO_RENEW_STALLED_BY_SLEEPER: &str =
 /// "a grant expires at server time + ttl"): no acquire writes a grant already expired.
 pub const NO_GRANT_EXPIRED_WHEN_WRITTEN: &str =
     "inv11 time authority: no acquire writes a grant that has already expired";
+
+/// A call a session makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallKind {
+    /// `blocking`: with the configured wait (else wait = 0)
+    Acquire {
+        blocking: bool,
+    },
+    Renew,
+    Release,
+    Inspect,
+}
 
 /// The step order modelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

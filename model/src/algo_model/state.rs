@@ -1,6 +1,7 @@
 //! The model's state: the key's row versions, its lock, the sessions and their calls, and
 //! the history of committed grants.
 
+pub use super::config::CallKind;
 use super::config::{MAX_EPOCH, MAX_SESSIONS, MAX_TXN_CALLS};
 use std::fmt;
 
@@ -47,18 +48,6 @@ pub struct Lock {
     pub holder: u8,
     /// the holder's uncommitted version (None: it only locked the row)
     pub pending: Option<Row>,
-}
-
-/// A call a session makes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CallKind {
-    /// `blocking`: with the configured wait (else wait = 0)
-    Acquire {
-        blocking: bool,
-    },
-    Renew,
-    Release,
-    Inspect,
 }
 
 /// Where a call is.

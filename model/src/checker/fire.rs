@@ -23,22 +23,13 @@
 
 use super::intern::{Ctx, Sym};
 use super::partition::EntryKind;
-use super::state::{apply, PState};
+use super::state::{apply, defers_restarts, PState};
 use super::{Exhausted, Meter};
 use crate::history::NemesisEffect;
 use crate::mutation::Mutation;
 use crate::spec::{Epoch, Op, Outcome, Spec};
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
-
-/// True when restarts defer the calls they leave pending: a restart changes no committed
-/// state.
-pub(crate) fn defers_restarts(spec: &Spec) -> bool {
-    !matches!(
-        spec.mutation,
-        Mutation::CrashLosesCommitted | Mutation::DowntimeExtendsLease
-    )
-}
 
 /// True when an entry acts on its own keys only.
 fn keys_apart(spec: &Spec) -> bool {

@@ -170,7 +170,7 @@ pub fn apply(
                 // correct semantics (the crash keeps committed state) they are resolved
                 // lazily, as of before the crash (`deferred`); those of transactions died
                 // with them (the search fired them before the restart, see `fire`)
-                if super::fire::defers_restarts(cx.spec) {
+                if defers_restarts(cx.spec) {
                     let part = cx.part;
                     next.deferred.extend(
                         next.pending
@@ -401,4 +401,14 @@ fn apply_end(
     out.sort();
     out.dedup();
     Ok(out)
+}
+
+/// True when restarts defer the calls they leave pending: a restart changes no committed
+/// state.
+pub(crate) fn defers_restarts(spec: &crate::spec::Spec) -> bool {
+    !matches!(
+        spec.mutation,
+        crate::mutation::Mutation::CrashLosesCommitted
+            | crate::mutation::Mutation::DowntimeExtendsLease
+    )
 }

@@ -1,0 +1,186 @@
+//! The vocabulary of a fault's record ([`crate::fault::Spec`]): the situation its check
+//! drives, how a campaign injects it, and its negative control. Plain data, below the
+//! records and the checks that dispatch on it (their code is in `checks`, `inject` and
+//! `mixed`).
+
+use crate::builds::BrokenBuild;
+use crate::server::Stop;
+use model::Invariant;
+
+/// What a fault's check drives (its record's [`crate::fault::Spec::situation`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Situation {
+    /// A few sessions make set calls around one fault ([`Script`]).
+    Scripted(Script),
+    /// A short campaign under a fixed fault schedule ([`CampaignPlan`]).
+    Campaign(CampaignPlan),
+}
+
+/// How a negative control breaks the check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Breakage {
+    /// Run against this broken build (with the check's own server settings).
+    Build(BrokenBuild),
+    /// Run against the shipped build, then judge the history with one answer changed to
+    /// what a server with the named defect would have answered.
+    Doctored(Doctor),
+    /// Let the fault miss (the clients do not reach the proxy).
+    FaultMisses,
+}
+
+/// The history edits of doctored controls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Doctor {
+    /// The first inspect after the first restart shows the key never leased: committed
+    /// state lost in a restart.
+    LostInRestart,
+    /// The terminated (or rolled-back) transaction recorded as committed: its writes kept.
+    AbortedKept,
+    /// The resolved ends of the crashed COMMITs swapped (committed <-> rolled back).
+    ResolutionSwapped,
+    /// The first takeover of a lapsed key (a grant to an owner other than the lapsed
+    /// holder) answered `denied` (a blocking acquire: its wait timed out) instead, and the
+    /// key's later calls dropped: the lapse ignored (the checker must know the key was
+    /// lapsed).
+    LapseIgnored,
+    /// The final inspect shows the owner of the cancelled call holding the key: the
+    /// cancelled statement's write kept.
+    CancelledWriteKept,
+}
+
+/// What a control must fail with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// A violation of one of these invariants.
+    Violation(&'static [Invariant]),
+    /// An expectation of the situation broken (its message contains the text).
+    Unexpected(&'static str),
+    /// A typed infrastructure failure: the fault was not injected.
+    NotInjected,
+}
+
+/// A negative control of a check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Control {
+    pub breakage: Breakage,
+    pub expects: Expect,
+}
+
+/// Invariants a lost committed write can show as.
+pub(crate) const LOST_WRITE: &[Invariant] = &[
+    Invariant::DurabilityAndTimeAuthority,
+    Invariant::EpochNeverDecreases,
+    Invariant::GrantEpochFresh,
+    Invariant::MutualExclusion,
+    Invariant::InspectConsistent,
+    Invariant::LapseIsFinal,
+    Invariant::RenewKeepsEpoch,
+    Invariant::ReleaseAdvancesEpoch,
+    Invariant::PrecedenceAndIsolation,
+    Invariant::FailClosed,
+];
+
+/// Invariants a write that should not have happened (or a success that should have been
+/// refused) can show as.
+pub(crate) const KEPT_WRITE: &[Invariant] = LOST_WRITE;
+
+/// A renew (or release) that succeeded after a lapse: the checker names the first broken
+/// invariant it meets (lapse is final, the precedence of lapsed over ok, the overlap with
+/// a takeover, or the server clock's authority).
+pub(crate) const RENEW_AFTER_LAPSE: &[Invariant] = &[
+    Invariant::LapseIsFinal,
+    Invariant::PrecedenceAndIsolation,
+    Invariant::MutualExclusion,
+    Invariant::DurabilityAndTimeAuthority,
+];
+
+/// An acquire of a lapsed key answered `denied`.
+pub(crate) const LAPSE_IGNORED: &[Invariant] = &[
+    Invariant::LapseIsFinal,
+    Invariant::PrecedenceAndIsolation,
+    Invariant::InspectConsistent,
+    Invariant::MutualExclusion,
+];
+
+/// A scripted situation (one function below each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Script {
+    /// `terminate`: a backend terminated idle in a transaction holding a grant, and mid-wait.
+    Terminate,
+    /// `cancel`: a blocking acquire mid-wait and a renew waiting for a row lock cancelled.
+    Cancel,
+    /// `timeout_in_wait`: a server-side timeout fires inside a blocking acquire's wait.
+    TimeoutInWait(TimeoutIn),
+    /// `client_pause`: the holder stops for twice its TTL.
+    ClientPause,
+    /// `short_ttl`: work longer than the lease, three times.
+    ShortTtl,
+    /// `downtime_expiry`: a lease expires while the server is down.
+    DowntimeExpiry,
+    /// `abort_after_acquire`: a transaction acquires, then rolls back.
+    AbortAfterAcquire,
+    /// `commit_crash`: the server crashes with two COMMITs in flight.
+    CommitCrash,
+    /// `wait_wake`: a release wakes a blocked waiter within the poll bound.
+    WaitWake,
+}
+
+/// The timeout of [`Script::TimeoutInWait`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeoutIn {
+    /// `statement_timeout` fires inside the acquire's own wait.
+    Statement,
+    /// `lock_timeout` fires while the acquire waits for an open transaction's row.
+    Lock,
+}
+
+/// A campaign check's plan: what workload, schedule and server settings it runs (one arm
+/// of [`plan`] each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CampaignPlan {
+    /// Two restarts of the fault's own kind under long TTLs (what a restart could lose is
+    /// still live afterwards).
+    Restarts,
+    /// Three crashes with `synchronous_commit = off` everywhere.
+    SyncOffCrashes,
+    /// Two server pauses.
+    ServerPauses,
+    /// One cut (close or reset) of every connection through the proxy.
+    Cuts,
+    /// One blackhole longer than the call timeout.
+    Blackhole,
+    /// Sixteen lapses of live leases, each followed by whoever takes the key over.
+    Lapses,
+}
+
+/// How a campaign's schedule injects a fault (its record's [`crate::fault::Spec::injection`];
+/// `crate::mixed` dispatches on it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Injection {
+    /// The server stopped as said, down for the hold, then started ([`Reach::restart`]).
+    Restart(Stop),
+    /// A client backend terminated, or its statement cancelled ([`Reach::kill_backend`]).
+    Backend { terminate: bool },
+    /// SIGSTOP of the server for the hold ([`Reach::server_pause`]).
+    ServerPause,
+    /// A cut through the proxy ([`Reach::cut`]).
+    Cut(Cut),
+    /// A campaign process stops for the hold ([`Reach::client_pause`]).
+    ClientPause,
+    /// A live lease of a workload key made to lapse now ([`Reach::lapse`]).
+    Lapse,
+    /// Only the fault's own scripted situation can bring it about (a rollback, a waiter
+    /// woken): a campaign cannot inject it.
+    SituationOnly,
+}
+
+/// What a cut does to the connections through the proxy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut {
+    /// Every connection closed cleanly (FIN).
+    Close,
+    /// Every connection reset (RST).
+    Reset,
+    /// Nothing forwarded for the hold, nothing closed.
+    Blackhole,
+}

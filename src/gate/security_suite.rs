@@ -1,0 +1,55 @@
+//! The gate's "security" suite: harness::security's checks, then the attack-surface suite
+//! ([`super::surface_suite`]).
+
+use super::ctx::{active_sql, bounded, is_hang, Ctx};
+use super::outcome::{CheckResult, SuiteResult};
+use harness::judgement::Cause;
+use std::time::{Duration, Instant};
+
+pub(super) async fn security(ctx: &Ctx<'_>) -> SuiteResult {
+    let why = "it logs in as roles it creates (trust authentication), runs this machine's \
+               pg_dump and psql against the server and crashes it";
+    let names: Vec<&str> = harness::security::checks().iter().map(|c| c.name).collect();
+    if let Some(skipped) = ctx.unmanaged_skip("security", &names, why) {
+        return skipped;
+    }
+    let start = Instant::now();
+    let mut checks = Vec::new();
+    for check in harness::security::checks() {
+        ctx.say("security", check.name);
+        let one = async {
+            let report =
+                harness::security::run_against(ctx.cluster, ctx.extension(), |n| n == check.name)
+                    .await;
+            match report.outcomes.into_iter().next() {
+                Some(o) => CheckResult::judged(check.name, o.result, o.elapsed),
+                None => CheckResult::infrastructure(
+                    check.name,
+                    Cause::Harness.message("the check did not run"),
+                    Duration::ZERO,
+                ),
+            }
+        };
+        // The suite bounds each check at 60 s itself; this only adds the SQL in flight.
+        let result = bounded(ctx, check.name, Duration::from_secs(90), one).await;
+        let stop = is_hang(&result);
+        checks.push(result);
+        if stop {
+            break;
+        }
+    }
+    let surface_started = Instant::now();
+    let timeout = super::surface_suite::TIMEOUT;
+    match tokio::time::timeout(timeout, super::surface_suite::checks(ctx)).await {
+        Ok(results) => checks.extend(results),
+        Err(_) => checks.push(CheckResult::infrastructure(
+            format!("{}the suite", super::surface_suite::PREFIX),
+            format!(
+                "hung: the attack-surface suite did not finish within {timeout:?}; {}",
+                active_sql(ctx.cluster).await
+            ),
+            surface_started.elapsed(),
+        )),
+    }
+    SuiteResult::of("security", checks, start.elapsed())
+}

@@ -1,0 +1,126 @@
+//! The gate's "stepped" suite: the late plans, the race plans and drawn plans, each run one
+//! step at a time and judged by the model's checker.
+
+use super::ctx::{bounded, judged, write_page, Ctx};
+use super::outcome::{CheckResult, SuiteResult};
+use super::Size;
+use harness::campaign::{self};
+use harness::stepped::{self, Plan, RunOptions, Stage};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Every step has its own timeout (the runner's); this bounds a plan's whole run.
+const PLAN_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// The race plans (every call behind a transaction holding the key's row lock), then
+/// drawn plans of seeds S, S+1, ... (quick 12, full 150), stopping at the first check that
+/// does not pass.
+pub(super) async fn stepped_plans(ctx: &Ctx<'_>) -> SuiteResult {
+    let start = Instant::now();
+    let drawn_count: u64 = match ctx.size {
+        Size::Quick => 12,
+        Size::Full => 150,
+    };
+    let stage = match Stage::new(ctx.cluster, ctx.target()).await {
+        Ok(stage) => stage,
+        Err(e) => {
+            let check =
+                CheckResult::infrastructure("stepped stage", e.to_string(), start.elapsed());
+            return SuiteResult::of("stepped", vec![check], start.elapsed());
+        }
+    };
+    let races = match stepped::race_plans() {
+        Ok(plans) => plans,
+        Err(e) => {
+            let check = CheckResult::infrastructure("race plans", e.to_string(), start.elapsed());
+            return SuiteResult::of("stepped", vec![check], start.elapsed());
+        }
+    };
+    // The mutant hunts' contended plans: 2-3 sessions on one key, transactions holding its
+    // row lock across steps, blocking acquires, TTLs short enough to lapse mid-wait.
+    let config = harness::stepped::PlanConfig::contended();
+    let drawn = (0..drawn_count).map(|k| {
+        let seed = ctx.seed.wrapping_add(k);
+        let plan = Plan::from_seed(&config, seed).map_err(|e| e.to_string());
+        (format!("plan of seed {seed}"), plan)
+    });
+    let late = harness::late::plans();
+    let total = races.len() as u64 + late.len() as u64 + drawn_count;
+    let races = (1..)
+        .zip(races)
+        .map(|(k, p)| (format!("race plan {k}"), Ok(p)));
+    let mut checks = Vec::new();
+    // The late plans: calls late in a long statement (a batch, a block), judged likewise.
+    for (k, plan) in late.iter().enumerate() {
+        let name = format!("late plan {} ({})", k + 1, plan.name);
+        ctx.say("stepped", &format!("{name} ({}/{total})", k + 1));
+        let check = bounded(ctx, &name, PLAN_TIMEOUT, one_late_plan(ctx, &name, plan)).await;
+        let stop = check.status != super::outcome::Status::Passed;
+        checks.push(check);
+        if stop {
+            return SuiteResult::of("stepped", checks, start.elapsed());
+        }
+    }
+    for (k, (name, plan)) in races.chain(drawn).enumerate() {
+        let k = k + late.len();
+        ctx.say("stepped", &format!("{name} ({}/{total})", k + 1));
+        let check = match plan {
+            Ok(plan) => {
+                bounded(
+                    ctx,
+                    &name,
+                    PLAN_TIMEOUT,
+                    one_plan(ctx, &stage, &name, &plan),
+                )
+                .await
+            }
+            Err(why) => CheckResult::infrastructure(&name, why, start.elapsed()),
+        };
+        let stop = check.status != super::outcome::Status::Passed;
+        checks.push(check);
+        if stop {
+            break;
+        }
+    }
+    SuiteResult::of("stepped", checks, start.elapsed())
+}
+
+async fn one_late_plan(ctx: &Ctx<'_>, name: &str, plan: &harness::late::Plan) -> CheckResult {
+    let start = Instant::now();
+    let report = harness::late::run(ctx.cluster, ctx.target(), plan, Duration::from_secs(10)).await;
+    let verdict = report.outcome.verdict();
+    let timeline = report.history.as_ref().zip(verdict.as_ref()).map(|(h, v)| {
+        let page = harness::timeline::render(h, v, &format!("stepped {name}"));
+        let dir = name.replace([' ', '(', ')'], "-");
+        write_page(
+            &ctx.out_dir.join(format!("stepped-{dir}/timeline.html")),
+            &page,
+        )
+    });
+    judged(name, &report.outcome, timeline.flatten(), ctx, start)
+}
+
+async fn one_plan(ctx: &Ctx<'_>, stage: &Stage<'_>, name: &str, plan: &Plan) -> CheckResult {
+    let start = Instant::now();
+    let report = stepped::run(
+        stage,
+        plan,
+        &RunOptions::default(),
+        Arc::new(campaign::Silent),
+    )
+    .await;
+    let timeline = (report.run.outcome.exit() == model::Exit::Finding)
+        .then(|| report.timeline(&format!("stepped {name}")))
+        .flatten()
+        .and_then(|page| {
+            let path = ctx
+                .out_dir
+                .join(format!("stepped-{}/timeline.html", name.replace(' ', "-")));
+            write_page(&path, &page)
+        });
+    let mut result = judged(name, &report.run.outcome, timeline, ctx, start);
+    if result.status != super::outcome::Status::Passed {
+        result.message = format!("{plan}\n{}", result.message);
+    }
+    result
+}
