@@ -45,12 +45,23 @@ pub struct BenchArgs {
     /// result.json (nothing is measured).
     #[arg(long, conflicts_with = "compare")]
     render: Option<PathBuf>,
+    /// Instead of the bench: where a lease write's time goes (grant, renew, release and the
+    /// floor UPDATE, per statement and function, with pg_stat_statements and
+    /// track_functions), printed and written to `--out/breakdown-<UTC time>.md`.
+    #[arg(long, conflicts_with_all = ["compare", "render"])]
+    breakdown: bool,
+    /// Calls per op of the breakdown.
+    #[arg(long, default_value_t = 2000, requires = "breakdown")]
+    iterations: u32,
     /// How much a figure's ratio to its floor may grow over the baseline's.
     #[arg(long, default_value_t = bench::DEFAULT_THRESHOLD)]
     threshold: f64,
 }
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
+    if args.breakdown {
+        return breakdown(args);
+    }
     if let Some(dir) = &args.render {
         let result =
             BenchResult::read(dir).with_context(|| format!("reading {}", dir.display()))?;
@@ -111,6 +122,34 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
         );
         return Ok(model::Exit::Finding.code());
     }
+    Ok(crate::EXIT_OK)
+}
+
+fn breakdown(args: &BenchArgs) -> anyhow::Result<i32> {
+    let extension = match &args.extension_dir {
+        Some(dir) => extension_files(dir)?,
+        None => ExtensionFiles::pg_lease(),
+    };
+    let config = bench::breakdown::Config {
+        major: args.major,
+        extension,
+        iterations: args.iterations,
+    };
+    eprintln!(
+        "breakdown: {} calls per op on a throwaway PostgreSQL {} (about a minute)",
+        config.iterations, config.major
+    );
+    let breakdown = bench::breakdown::run(&config).context("running the breakdown")?;
+    let text = breakdown.render();
+    print!("{text}");
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let path = args.out.join(format!(
+        "breakdown-{}.md",
+        chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+    ));
+    std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+    println!("\nbreakdown written to {}", path.display());
     Ok(crate::EXIT_OK)
 }
 

@@ -123,3 +123,66 @@ fn an_unreadable_baseline_is_an_infrastructure_failure_not_a_regression() {
     assert_eq!(code, 2, "{stdout}\n{stderr}");
     assert!(stderr.contains("reading the baseline"), "{stderr}");
 }
+
+/// The summary row of `op` in a breakdown: (round trip p50, mean, executing the call).
+fn breakdown_row(text: &str, op: &str) -> (f64, f64, f64) {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("| {op} |")))
+        .unwrap_or_else(|| panic!("no row of {op} in:\n{text}"));
+    let cells: Vec<f64> = line
+        .split('|')
+        .filter_map(|c| c.trim().parse().ok())
+        .collect();
+    (cells[0], cells[1], cells[2])
+}
+
+/// `bench --breakdown` profiles W1's grant, renew and release and the floor UPDATE on a
+/// throwaway cluster: each op's server execution is part of its round trip, and each
+/// write's API function ran once per call (pg_stat_user_functions). Every call must answer
+/// what its phase measures: the control, a build whose renew changes the epoch, fails the
+/// release phase (its calls carry the grant's epoch) instead of profiling a refusal.
+#[test]
+fn the_breakdown_profiles_each_write_and_refuses_to_profile_a_refusal() {
+    let out = tempfile::tempdir().expect("a temp dir");
+    let out_arg = out.path().to_str().expect("utf-8 path");
+    let (code, stdout, stderr) = bench(&["--breakdown", "--iterations", "200", "--out", out_arg]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    for op in ["grant", "renew", "release", "floor-update"] {
+        let (p50, mean, executed) = breakdown_row(&stdout, op);
+        assert!(p50 > 0.0 && executed > 0.0, "{op}: {stdout}");
+        assert!(
+            executed <= mean,
+            "{op} executed {executed} of a {mean} round trip"
+        );
+    }
+    for function in ["lease.acquire", "lease.renew", "lease.release"] {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {function} |")))
+            .unwrap_or_else(|| panic!("{function} not profiled:\n{stdout}"));
+        assert!(row.starts_with(&format!("| {function} | 1.00 |")), "{row}");
+    }
+    let written = std::fs::read_dir(out.path()).unwrap().count();
+    assert_eq!(written, 1, "the breakdown's markdown file");
+
+    let mutant = harness::extension::ExtensionFiles::mutant(common::mutant("renew_changes_epoch"))
+        .expect("the mutant applies");
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let control = dir.path().join(format!("{}.control", mutant.name));
+    std::fs::write(control, &mutant.control).unwrap();
+    for (name, text) in &mutant.scripts {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let (code, stdout, stderr) = bench(&[
+        "--breakdown",
+        "--iterations",
+        "20",
+        "--extension-dir",
+        dir.path().to_str().unwrap(),
+        "--out",
+        out_arg,
+    ]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(stderr.contains("release call 0: answered"), "{stderr}");
+}

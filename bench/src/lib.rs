@@ -6,6 +6,7 @@
 //! percentiles, the environment, `result.json`, `report.md`, SVG plots and the regression
 //! check against a baseline. bench/README.md documents the result schema.
 
+pub mod breakdown;
 pub mod compare;
 pub mod driver;
 pub mod env;
