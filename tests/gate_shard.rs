@@ -1,7 +1,8 @@
 //! `leasecheck gate --shard K/N` and `leasecheck report merge` end to end on PostgreSQL 15:
 //! three shards of a run, run side by side as three CI runners would, merge to the
 //! unsharded run's verdict and checks, on the shipped extension and on two mutants (one
-//! with a finding, one that hangs). Bounded to three cheap suites (liveness, installcheck,
+//! with a finding, one that hangs); so does the same run in three lanes of one gate
+//! (`--jobs 3`). Bounded to three cheap suites (liveness, installcheck,
 //! campaign: one unit per shard); the full quick gate sharded is recorded in results/gate.
 
 mod common;
@@ -228,6 +229,18 @@ fn sharded_equals_unsharded(
     assert_eq!(got["merged_shards"], 3);
     assert!(merged.join("junit.xml").is_file() && merged.join("index.html").is_file());
     assert_links_resolve(&merged, &got);
+    if side_by_side {
+        // The same run in three lanes of one gate (`--jobs 3`): the unsharded checks.
+        let lanes = work.path().join("lanes");
+        let jobs = ["--jobs".to_string(), "3".to_string()];
+        let (lanes_code, out) = gate(suites, &options, &jobs, &lanes);
+        println!("{build:?} in three lanes: {out}");
+        assert!(out.contains("3 lanes: lane 1: "), "{out}");
+        let in_lanes = summary(&lanes);
+        assert_eq!(lanes_code, code, "{build:?}: {out}");
+        assert_eq!(checks(&in_lanes), checks(&want), "{build:?} in lanes");
+        assert_links_resolve(&lanes, &in_lanes);
+    }
 }
 
 /// The control: two of three shards are not the run, and a shard of another seed is not

@@ -28,7 +28,7 @@ const INPUT: &str = "/gate";
 /// Runs every major in its own container; one result per major.
 pub fn run(
     args: &GateArgs,
-    plan: &super::Plan,
+    plan: &super::plan::Plan,
     seed: u64,
     report_root: &Path,
 ) -> anyhow::Result<Vec<MajorResult>> {

@@ -10,9 +10,11 @@ mod ctx;
 pub mod dsn;
 mod fault_suite;
 mod installcheck_suite;
+mod lanes;
 mod matrix_suite;
 pub mod merge;
 pub mod outcome;
+mod plan;
 pub mod report;
 mod security_suite;
 pub mod shard;
@@ -125,6 +127,12 @@ pub struct GateArgs {
     /// --seed.
     #[arg(long, value_name = "K/N", conflicts_with = "dsn")]
     pub shard: Option<shard::Shard>,
+    /// Local backend: run the units in N lanes at once, each on clusters of its own (split
+    /// as --shard splits them), the bench suite alone after them; the verdict and checks are
+    /// a one-lane run's.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8),
+          conflicts_with_all = ["dsn", "shard"])]
+    pub jobs: u32,
 }
 
 impl GateArgs {
@@ -159,62 +167,19 @@ impl GateArgs {
     }
 }
 
-/// The suites each major runs, in order: every selected suite on every major, or with
-/// `--shard` this shard's units; and what a shard's summary records of the whole run.
-type Plan = Vec<(u32, Vec<suites::Suite>)>;
-
-fn plan(args: &GateArgs, majors: &[u32]) -> anyhow::Result<(Plan, Option<shard::ShardRun>)> {
+/// The suites each major runs: every selected one on every major, or with `--shard` this
+/// shard's units ([`plan::of_shard`]); and what a shard's summary records of the run.
+fn plan(args: &GateArgs, majors: &[u32]) -> anyhow::Result<(plan::Plan, Option<shard::ShardRun>)> {
     let selected = select_suites(&args.suites)?;
     let Some(which) = args.shard else {
-        let plan = majors.iter().map(|&m| (m, selected.clone())).collect();
-        return Ok((plan, None));
+        return Ok((plan::whole(majors, &selected), None));
     };
-    let units: Vec<(shard::Unit, u32)> = majors
+    let faults = args
+        .fault_checks()
         .iter()
-        .flat_map(|&major| {
-            selected.iter().map(move |s| {
-                let unit = shard::Unit {
-                    major,
-                    suite: s.name.to_string(),
-                };
-                (unit, s.cost(args.size()))
-            })
-        })
+        .map(|f| f.name().into())
         .collect();
-    let mine = shard::select(which, &units)?;
-    // A shard runs the liveness suite first on each of its majors even when another shard
-    // reports it: on a build that hangs it stops there in seconds, as an unsharded run
-    // does (the merge counts the owner's result only).
-    let guard = selected.iter().find(|s| s.name == suites::LIVENESS);
-    let plan = majors
-        .iter()
-        .map(|&m| {
-            let mut suites = selected
-                .iter()
-                .filter(|s| mine.iter().any(|u| u.major == m && u.suite == s.name))
-                .copied()
-                .collect::<Vec<_>>();
-            if let Some(guard) = guard.filter(|_| !suites.is_empty()) {
-                if suites.first().map(|s| s.name) != Some(guard.name) {
-                    suites.insert(0, *guard);
-                }
-            }
-            (m, suites)
-        })
-        .filter(|(_, suites)| !suites.is_empty())
-        .collect();
-    let record = shard::ShardRun {
-        index: which.index,
-        count: which.count,
-        majors: majors.to_vec(),
-        suites: selected.iter().map(|s| s.name.to_string()).collect(),
-        faults: args
-            .fault_checks()
-            .iter()
-            .map(|f| f.name().into())
-            .collect(),
-        units: mine,
-    };
+    let (plan, record) = plan::of_shard(which, majors, &selected, args.size(), faults)?;
     Ok((plan, Some(record)))
 }
 
@@ -320,8 +285,25 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
             server = Some(existing);
             results
         }
+        (None, Backend::Local) if args.jobs > 1 => {
+            let selected = select_suites(&args.suites)?;
+            let baseline = baseline.as_ref();
+            let jobs = args.jobs;
+            lanes::run(
+                args,
+                build,
+                &majors,
+                &selected,
+                seed,
+                &report_dir,
+                baseline,
+                jobs,
+            )?
+        }
         (None, Backend::Local) => {
-            run_local(args, build, &plan, seed, &report_dir, baseline.as_ref())?
+            let multi = indicatif::MultiProgress::new();
+            let baseline = baseline.as_ref();
+            run_local(args, build, &plan, seed, &report_dir, baseline, &multi)?
         }
         (None, Backend::Container) => container::run(args, &plan, seed, &report_dir)?,
     };
@@ -404,10 +386,11 @@ fn spinner() -> ProgressBar {
 fn run_local(
     args: &GateArgs,
     build: &'static Build,
-    plan: &Plan,
+    plan: &plan::Plan,
     seed: u64,
     report_dir: &Path,
     baseline: Option<&ctx::Baseline>,
+    multi: &indicatif::MultiProgress,
 ) -> anyhow::Result<Vec<MajorResult>> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
@@ -418,7 +401,7 @@ fn run_local(
     let mut results = Vec::new();
     for (major, suites) in plan {
         let major = *major;
-        let bar = spinner();
+        let bar = multi.add(spinner());
         let local = LocalMajor {
             major,
             build,
@@ -432,14 +415,15 @@ fn run_local(
         };
         let result = runtime.block_on(local.run(&bar));
         bar.finish_and_clear();
-        println!("PG {major}: {}", result.status.word());
+        multi.remove(&bar);
+        multi.suspend(|| println!("PG {major}: {}", result.status.word()));
         results.push(result);
     }
     Ok(results)
 }
 
 /// What `plan` runs (`--list`): with `--shard`, the shard's units first.
-fn list(plan: &Plan, shard: Option<&shard::ShardRun>) -> String {
+fn list(plan: &plan::Plan, shard: Option<&shard::ShardRun>) -> String {
     let mut out = String::new();
     if let Some(s) = shard {
         out.push_str(&format!("shard {}/{}:\n", s.index, s.count));
