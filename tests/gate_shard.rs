@@ -217,7 +217,13 @@ fn sharded_equals_unsharded(
                 .into_iter()
                 .zip(checks(&want))
                 .filter(|(g, w)| g != w)
-                .map(|(g, w)| format!("{} / {}: merged {}, unsharded {}", g.1, g.2, g.3, w.3))
+                .map(|(g, w)| {
+                    let (gi, wi) = (g.4.unwrap_or_default(), w.4.unwrap_or_default());
+                    format!(
+                        "{} / {}: merged {} {gi}, unsharded {} {wi}",
+                        g.1, g.2, g.3, w.3
+                    )
+                })
                 .collect();
             println!(
                 "{build:?}: {} check(s) of another status:\n{}",
