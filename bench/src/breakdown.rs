@@ -117,11 +117,7 @@ const STATS_FLUSH: Duration = Duration::from_millis(1500);
 
 /// Runs the breakdown (blocking, on a runtime of its own).
 pub fn run(config: &Config) -> Result<Breakdown> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(BenchError::Runtime)?;
+    let runtime = crate::run::runtime()?;
     let install = PgInstall::ensure(config.major)?;
     let setting = |k: &str, v: &str| (k.to_string(), v.to_string());
     let options = ClusterOptions {

@@ -145,14 +145,19 @@ impl Config {
     }
 }
 
-/// Runs the bench on a runtime of its own (blocking).
-pub fn run(config: &Config, progress: &ProgressBar) -> Result<BenchResult> {
-    config.check()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+/// The runtime a bench or a breakdown runs on: two workers, as the machine's cores.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(BenchError::Runtime)?;
+        .map_err(BenchError::Runtime)
+}
+
+/// Runs the bench on a runtime of its own (blocking).
+pub fn run(config: &Config, progress: &ProgressBar) -> Result<BenchResult> {
+    config.check()?;
+    let runtime = runtime()?;
     let install = PgInstall::ensure(config.major)?;
     let options = ClusterOptions {
         extensions: vec![config.extension.clone()],
