@@ -4,7 +4,8 @@
 //! injects it and its negative control). Every list of faults ([`Fault::ALL`],
 //! [`Fault::CAMPAIGN`], [`Fault::QUICK`], the `--nemesis` groups) is a filter over that
 //! table, and the checks dispatch on the record's [`Situation`], so adding a fault is a
-//! variant, its record and, when no existing situation fits, its situation's code.
+//! variant with its record in [`faults!`] (its tests in failure/tests/faults.rs are
+//! generated from the table) and, when no existing situation fits, its situation's code.
 
 use crate::builds::BrokenBuild;
 use crate::server::Stop;
@@ -16,50 +17,21 @@ use model::Invariant;
 use std::fmt;
 use std::str::FromStr;
 
-/// One named fault.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Fault {
-    /// SIGKILL of the postmaster (every backend dies at once), then start.
-    Crash,
-    /// Immediate shutdown (no checkpoint), then start (crash recovery).
-    RestartImmediate,
-    /// Fast shutdown (sessions terminated, checkpoint), then start.
-    RestartFast,
-    /// `synchronous_commit = off` for every session, then a crash: pg_lease 0.2.0 commits
-    /// lease writes durably anyway.
-    SyncCommitOffCrash,
-    /// A client's backend terminated (`pg_terminate_backend`).
-    Terminate,
-    /// An in-flight call cancelled (`pg_cancel_backend`), a blocking acquire mid-wait and a
-    /// renew waiting for a row lock.
-    Cancel,
-    /// `statement_timeout` fires inside a blocking acquire's wait.
-    StatementTimeout,
-    /// `lock_timeout` fires while a blocking acquire waits for a row lock.
-    LockTimeout,
-    /// A client holding a lease stops for longer than its TTL.
-    ClientPause,
-    /// SIGSTOP of the whole server, SIGCONT later.
-    ServerPause,
-    /// Every connection through the proxy closed cleanly (FIN).
-    CutClose,
-    /// Every connection through the proxy reset (RST).
-    CutReset,
-    /// The proxy stops forwarding without closing anything.
-    CutBlackhole,
-    /// The server is down across a lease's expiry.
-    DowntimeExpiry,
-    /// A TTL too short for the work: the lease lapses mid-work.
-    ShortTtl,
-    /// A transaction acquires, then rolls back.
-    AbortAfterAcquire,
-    /// The server crashes while COMMIT is in flight; the outcome is resolved through
-    /// `pg_xact_status`.
-    CommitCrash,
-    /// A release wakes a blocked waiter within the poll bound.
-    WaitWake,
-    /// A chosen lease is made to lapse now (clock-independent, by the superuser).
-    Lapse,
+/// Declares the faults: each variant with its record, so that no variant lacks one and
+/// the table is in the variants' order by construction.
+macro_rules! faults {
+    ($($(#[$doc:meta])* $variant:ident { $($field:ident: $value:expr),* $(,)? })*) => {
+        /// One named fault.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Fault {
+            $($(#[$doc])* $variant,)*
+        }
+
+        /// The one table of faults, in the order of [`Fault`]'s variants.
+        pub const SPECS: [Spec; [$(Fault::$variant),*].len()] = [
+            $(Spec { fault: Fault::$variant, $($field: $value),* },)*
+        ];
+    };
 }
 
 /// What kind of fault it is; some classes are a `--nemesis` group ([`Class::group`]).
@@ -174,10 +146,9 @@ const MISSED: Control = Control {
 const CANCELLED_GRANT: Expect =
     Expect::Violation(&[Invariant::MutualExclusion, Invariant::GrantEpochFresh]);
 
-/// The one table of faults, in the order of [`Fault`]'s variants.
-pub const SPECS: [Spec; 19] = [
-    Spec {
-        fault: Fault::Crash,
+faults! {
+    /// SIGKILL of the postmaster (every backend dies at once), then start.
+    Crash {
         name: "crash",
         class: Class::Crash,
         defends: DURABLE,
@@ -188,9 +159,9 @@ pub const SPECS: [Spec; 19] = [
         injection: Injection::Restart(Stop::Crash),
         max_hold_ms: 1_500,
         control: build(BrokenBuild::UnloggedTable, Expect::Violation(LOST_WRITE)),
-    },
-    Spec {
-        fault: Fault::RestartImmediate,
+    }
+    /// Immediate shutdown (no checkpoint), then start (crash recovery).
+    RestartImmediate {
         name: "restart-immediate",
         class: Class::Restart,
         defends: DURABLE,
@@ -201,9 +172,9 @@ pub const SPECS: [Spec; 19] = [
         injection: Injection::Restart(Stop::Immediate),
         max_hold_ms: 1_500,
         control: build(BrokenBuild::UnloggedTable, Expect::Violation(LOST_WRITE)),
-    },
-    Spec {
-        fault: Fault::RestartFast,
+    }
+    /// Fast shutdown (sessions terminated, checkpoint), then start.
+    RestartFast {
         name: "restart-fast",
         class: Class::Restart,
         defends: DURABLE,
@@ -214,9 +185,10 @@ pub const SPECS: [Spec; 19] = [
         injection: Injection::Restart(Stop::Fast),
         max_hold_ms: 1_500,
         control: doctored(Doctor::LostInRestart, Expect::Violation(LOST_WRITE)),
-    },
-    Spec {
-        fault: Fault::SyncCommitOffCrash,
+    }
+    /// `synchronous_commit = off` for every session, then a crash: pg_lease 0.2.0 commits
+    /// lease writes durably anyway.
+    SyncCommitOffCrash {
         name: "sync-commit-off-crash",
         class: Class::Crash,
         defends: DURABLE,
@@ -227,9 +199,9 @@ pub const SPECS: [Spec; 19] = [
         injection: Injection::Restart(Stop::Crash),
         max_hold_ms: 0,
         control: build(BrokenBuild::NoDurableCommit, Expect::Violation(LOST_WRITE)),
-    },
-    Spec {
-        fault: Fault::Terminate,
+    }
+    /// A client's backend terminated (`pg_terminate_backend`).
+    Terminate {
         name: "terminate",
         class: Class::Kill,
         defends: FAIL_CLOSED,
@@ -240,9 +212,10 @@ pub const SPECS: [Spec; 19] = [
         injection: Injection::Backend { terminate: true },
         max_hold_ms: 0,
         control: doctored(Doctor::AbortedKept, Expect::Violation(KEPT_WRITE)),
-    },
-    Spec {
-        fault: Fault::Cancel,
+    }
+    /// An in-flight call cancelled (`pg_cancel_backend`), a blocking acquire mid-wait and a
+    /// renew waiting for a row lock.
+    Cancel {
         name: "cancel",
         class: Class::Kill,
         defends: FAIL_CLOSED,
@@ -253,9 +226,9 @@ pub const SPECS: [Spec; 19] = [
         injection: Injection::Backend { terminate: false },
         max_hold_ms: 0,
         control: build(BrokenBuild::CancelledWaitGrants, CANCELLED_GRANT),
-    },
-    Spec {
-        fault: Fault::StatementTimeout,
+    }
+    /// `statement_timeout` fires inside a blocking acquire's wait.
+    StatementTimeout {
         name: "statement-timeout",
         class: Class::Timeout,
         defends: FAIL_CLOSED,
@@ -266,9 +239,9 @@ pub const SPECS: [Spec; 19] = [
         injection: Injection::Backend { terminate: false },
         max_hold_ms: 0,
         control: build(BrokenBuild::CancelledWaitGrants, CANCELLED_GRANT),
-    },
-    Spec {
-        fault: Fault::LockTimeout,
+    }
+    /// `lock_timeout` fires while a blocking acquire waits for a row lock.
+    LockTimeout {
         name: "lock-timeout",
         class: Class::Timeout,
         defends: FAIL_CLOSED,
@@ -279,9 +252,9 @@ pub const SPECS: [Spec; 19] = [
         injection: Injection::Backend { terminate: false },
         max_hold_ms: 0,
         control: doctored(Doctor::CancelledWriteKept, Expect::Violation(KEPT_WRITE)),
-    },
-    Spec {
-        fault: Fault::ClientPause,
+    }
+    /// A client holding a lease stops for longer than its TTL.
+    ClientPause {
         name: "client-pause",
         class: Class::Pause,
         defends: LAPSE_FINAL,
@@ -295,9 +268,9 @@ pub const SPECS: [Spec; 19] = [
             BrokenBuild::RenewIgnoresExpiry,
             Expect::Violation(RENEW_AFTER_LAPSE),
         ),
-    },
-    Spec {
-        fault: Fault::ServerPause,
+    }
+    /// SIGSTOP of the whole server, SIGCONT later.
+    ServerPause {
         name: "server-pause",
         class: Class::Pause,
         defends: SERVER_TIME,
@@ -311,9 +284,9 @@ pub const SPECS: [Spec; 19] = [
             BrokenBuild::RenewIgnoresExpiry,
             Expect::Violation(RENEW_AFTER_LAPSE),
         ),
-    },
-    Spec {
-        fault: Fault::CutClose,
+    }
+    /// Every connection through the proxy closed cleanly (FIN).
+    CutClose {
         name: "cut-close",
         class: Class::Cut,
         defends: FAIL_CLOSED,
@@ -324,9 +297,9 @@ pub const SPECS: [Spec; 19] = [
         injection: Injection::Cut(Cut::Close),
         max_hold_ms: 0,
         control: MISSED,
-    },
-    Spec {
-        fault: Fault::CutReset,
+    }
+    /// Every connection through the proxy reset (RST).
+    CutReset {
         name: "cut-reset",
         class: Class::Cut,
         defends: FAIL_CLOSED,
@@ -337,9 +310,9 @@ pub const SPECS: [Spec; 19] = [
         injection: Injection::Cut(Cut::Reset),
         max_hold_ms: 0,
         control: MISSED,
-    },
-    Spec {
-        fault: Fault::CutBlackhole,
+    }
+    /// The proxy stops forwarding without closing anything.
+    CutBlackhole {
         name: "cut-blackhole",
         class: Class::Cut,
         defends: FAIL_CLOSED,
@@ -350,9 +323,9 @@ pub const SPECS: [Spec; 19] = [
         injection: Injection::Cut(Cut::Blackhole),
         max_hold_ms: 3_000,
         control: MISSED,
-    },
-    Spec {
-        fault: Fault::DowntimeExpiry,
+    }
+    /// The server is down across a lease's expiry.
+    DowntimeExpiry {
         name: "downtime-expiry",
         class: Class::Expiry,
         defends: SERVER_TIME,
@@ -366,9 +339,9 @@ pub const SPECS: [Spec; 19] = [
             BrokenBuild::RenewIgnoresExpiry,
             Expect::Violation(RENEW_AFTER_LAPSE),
         ),
-    },
-    Spec {
-        fault: Fault::ShortTtl,
+    }
+    /// A TTL too short for the work: the lease lapses mid-work.
+    ShortTtl {
         name: "short-ttl",
         class: Class::Expiry,
         defends: LAPSE_FINAL,
@@ -382,9 +355,9 @@ pub const SPECS: [Spec; 19] = [
             BrokenBuild::RenewIgnoresExpiry,
             Expect::Violation(RENEW_AFTER_LAPSE),
         ),
-    },
-    Spec {
-        fault: Fault::AbortAfterAcquire,
+    }
+    /// A transaction acquires, then rolls back.
+    AbortAfterAcquire {
         name: "abort-after-acquire",
         class: Class::Abort,
         defends: FAIL_CLOSED,
@@ -395,9 +368,10 @@ pub const SPECS: [Spec; 19] = [
         injection: Injection::SituationOnly,
         max_hold_ms: 0,
         control: doctored(Doctor::AbortedKept, Expect::Violation(KEPT_WRITE)),
-    },
-    Spec {
-        fault: Fault::CommitCrash,
+    }
+    /// The server crashes while COMMIT is in flight; the outcome is resolved through
+    /// `pg_xact_status`.
+    CommitCrash {
         name: "commit-crash",
         class: Class::Crash,
         defends: &[Invariant::DurabilityAndTimeAuthority, Invariant::FailClosed],
@@ -408,9 +382,9 @@ pub const SPECS: [Spec; 19] = [
         injection: Injection::Restart(Stop::Crash),
         max_hold_ms: 0,
         control: doctored(Doctor::ResolutionSwapped, Expect::Violation(KEPT_WRITE)),
-    },
-    Spec {
-        fault: Fault::WaitWake,
+    }
+    /// A release wakes a blocked waiter within the poll bound.
+    WaitWake {
         name: "wait-wake",
         class: Class::Wake,
         defends: &[Invariant::MutualExclusion],
@@ -421,9 +395,9 @@ pub const SPECS: [Spec; 19] = [
         injection: Injection::SituationOnly,
         max_hold_ms: 0,
         control: build(BrokenBuild::SlowWake, Expect::Unexpected("woke")),
-    },
-    Spec {
-        fault: Fault::Lapse,
+    }
+    /// A chosen lease is made to lapse now (clock-independent, by the superuser).
+    Lapse {
         name: "lapse",
         class: Class::Lapse,
         defends: LAPSE_FINAL,
@@ -436,11 +410,11 @@ pub const SPECS: [Spec; 19] = [
         // Leases of the lapse campaign are taken over by whoever comes first: whether an
         // old holder renews before a takeover is a race, a doctored grant is not.
         control: doctored(Doctor::LapseIgnored, Expect::Violation(LAPSE_IGNORED)),
-    },
-];
+    }
+}
 
 // The table is in the variants' order, so a fault's record is found by its discriminant
-// (checked when compiling; that every variant has a record is the unit test's).
+// (`faults!` writes it so; checked again when compiling).
 const _: () = {
     let mut i = 0;
     while i < SPECS.len() {

@@ -1,14 +1,28 @@
-//! Every named fault's check on PostgreSQL 15 (and crash, restart-immediate, cut-reset and
-//! lapse on 14), each with its negative control, which must fail by the failure it names.
-//! Each check starts and removes its own cluster.
+//! Every named fault's check on PostgreSQL 15 (and on 14 where the fault's record asks for
+//! it), each with its negative control, which must fail by the failure it names. Each check
+//! starts and removes its own cluster. The tests are generated from the fault table
+//! (libtest-mimic, `harness = false`): `cargo test -p nemesis --test faults -- pg15::crash`
+//! runs one, `-- --list` lists them.
 //!
 //! Bounded: a check takes 2-13 s here (a cluster start, a few seconds of recording, the
-//! check); the 58 tests took 119 s with 2 test threads on the 2 shared cores (with a
-//! campaign running beside them). `LEASECHECK_PG_MAJORS` limits the majors.
+//! check); the tests took about 120 s with 2 test threads on the 2 shared cores.
+//! `LEASECHECK_PG_MAJORS` limits the majors.
 
 use harness::pg::{test_majors, PgInstall};
+use libtest_mimic::{Arguments, Failed, Trial};
 use nemesis::checks::{self, caught, control, Breakage, CheckResult};
 use nemesis::{builds, Fault};
+
+/// Whether to print each check's evidence (`--nocapture` or `--show-output`: the
+/// generated tests' output is not captured, so a passing check is quiet by default; a
+/// failing one says it all in its message).
+static VERBOSE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+fn say(line: String) {
+    if VERBOSE.get().copied().unwrap_or(false) {
+        println!("{line}");
+    }
+}
 
 fn install(major: u32) -> Option<PgInstall> {
     if !test_majors().contains(&major) {
@@ -37,17 +51,17 @@ async fn passes(fault: Fault, major: u32) {
         return;
     };
     let result = checks::run(fault, &install, &builds::under_test(), None).await;
-    println!("{}", summary(fault, &result));
+    say(summary(fault, &result));
     let Ok(passed) = &result else {
         panic!("{}", summary(fault, &result));
     };
     if let Some(doctored) = checks::doctored_control(fault, passed) {
         let c = control(fault);
-        println!(
+        say(format!(
             "control of {fault} ({:?}): {}",
             c.breakage,
             summary(fault, &doctored)
-        );
+        ));
         assert!(
             caught(c.expects, &doctored),
             "the control of {fault} ({:?}) must fail with {:?}, got: {}",
@@ -63,18 +77,20 @@ async fn passes(fault: Fault, major: u32) {
 async fn control_is_caught(fault: Fault, major: u32) {
     let c = control(fault);
     if matches!(c.breakage, Breakage::Doctored(_)) {
-        println!("the doctored control of {fault} is judged in its check's test");
+        say(format!(
+            "the doctored control of {fault} is judged in its check's test"
+        ));
         return;
     }
     let Some(install) = install(major) else {
         return;
     };
     let result = checks::run(fault, &install, &builds::under_test(), Some(c.breakage)).await;
-    println!(
+    say(format!(
         "control of {fault} ({:?}): {}",
         c.breakage,
         summary(fault, &result)
-    );
+    ));
     assert!(
         caught(c.expects, &result),
         "the control of {fault} ({:?}) must fail with {:?}, got: {}",
@@ -84,85 +100,49 @@ async fn control_is_caught(fault: Fault, major: u32) {
     );
 }
 
-/// One test per fault in each module, named after it so that a failure names the fault;
-/// what runs where is the fault's record (`nemesis::fault::SPECS`), and
-/// [`every_fault_is_listed`] holds this list to the table.
-macro_rules! fault_checks {
-    ($($name:ident: $fault:expr;)*) => {
-        /// The faults listed here, in order.
-        const LISTED: &[Fault] = &[$($fault),*];
-        /// Their tests' names.
-        const TEST_NAMES: &[&str] = &[$(stringify!($name)),*];
-        mod pg15 {
-            use super::*;
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    passes($fault, 15).await;
-                }
-            )*
-        }
-        mod pg15_control {
-            use super::*;
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    control_is_caught($fault, 15).await;
-                }
-            )*
-        }
-        mod pg14 {
-            use super::*;
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    if $fault.on_pg14_in_tests() {
-                        passes($fault, 14).await;
-                    } else {
-                        println!("{} runs on PG 15 only in cargo test", $fault);
-                    }
-                }
-            )*
-        }
-    };
-}
-
-fault_checks! {
-    crash: Fault::Crash;
-    restart_immediate: Fault::RestartImmediate;
-    restart_fast: Fault::RestartFast;
-    sync_commit_off_crash: Fault::SyncCommitOffCrash;
-    terminate: Fault::Terminate;
-    cancel: Fault::Cancel;
-    statement_timeout: Fault::StatementTimeout;
-    lock_timeout: Fault::LockTimeout;
-    client_pause: Fault::ClientPause;
-    server_pause: Fault::ServerPause;
-    cut_close: Fault::CutClose;
-    cut_reset: Fault::CutReset;
-    cut_blackhole: Fault::CutBlackhole;
-    downtime_expiry: Fault::DowntimeExpiry;
-    short_ttl: Fault::ShortTtl;
-    abort_after_acquire: Fault::AbortAfterAcquire;
-    commit_crash: Fault::CommitCrash;
-    wait_wake: Fault::WaitWake;
-    lapse: Fault::Lapse;
-}
-
-/// Every fault of the table has its tests here, named after it (test names are
-/// identifiers: the fault's name with `_` for `-`), and the PG 14 runs are those the
-/// table says.
-#[test]
-fn every_fault_is_listed() {
-    assert_eq!(LISTED, Fault::ALL.as_slice());
-    for (fault, test) in LISTED.iter().zip(TEST_NAMES) {
-        assert_eq!(fault.name().replace('-', "_"), *test);
+/// A test's body on its own runtime (each test starts and removes its own cluster).
+fn on_runtime(
+    check: impl std::future::Future<Output = ()> + Send + 'static,
+) -> impl FnOnce() -> Result<(), Failed> + Send + 'static {
+    move || {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| Failed::from(format!("a tokio runtime: {e}")))?
+            .block_on(check);
+        Ok(())
     }
-    assert_eq!(Fault::ALL.len(), 19);
-    let pg14: Vec<&str> = Fault::ALL
-        .into_iter()
-        .filter(|f| f.on_pg14_in_tests())
-        .map(Fault::name)
-        .collect();
-    assert_eq!(pg14, ["crash", "restart-immediate", "cut-reset", "lapse"]);
+}
+
+/// One test per fault and module, generated from the table (`nemesis::fault::SPECS`), so a
+/// new fault's record is all it takes for its tests to run here; each test is named after
+/// its fault (`-` as `_`) so that a failure names the fault, and the PG 14 runs are those
+/// the record asks for.
+fn trials() -> Vec<Trial> {
+    let mut trials = Vec::new();
+    for fault in Fault::ALL {
+        let name = fault.name().replace('-', "_");
+        trials.push(Trial::test(
+            format!("pg15::{name}"),
+            on_runtime(passes(fault, 15)),
+        ));
+        trials.push(Trial::test(
+            format!("pg15_control::{name}"),
+            on_runtime(control_is_caught(fault, 15)),
+        ));
+        if fault.on_pg14_in_tests() {
+            trials.push(Trial::test(
+                format!("pg14::{name}"),
+                on_runtime(passes(fault, 14)),
+            ));
+        }
+    }
+    trials
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let _ = VERBOSE.set(args.nocapture || args.show_output);
+    libtest_mimic::run(&args, trials()).exit();
 }

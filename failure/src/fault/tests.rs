@@ -2,45 +2,27 @@
 
 use super::*;
 
-/// The variant after `f` in declaration order. Exhaustive: a new variant does not
-/// compile until it is named here, and then [`one_record_per_variant`] fails until
-/// the table has its record.
-fn next(f: Fault) -> Option<Fault> {
-    use Fault as F;
-    Some(match f {
-        F::Crash => F::RestartImmediate,
-        F::RestartImmediate => F::RestartFast,
-        F::RestartFast => F::SyncCommitOffCrash,
-        F::SyncCommitOffCrash => F::Terminate,
-        F::Terminate => F::Cancel,
-        F::Cancel => F::StatementTimeout,
-        F::StatementTimeout => F::LockTimeout,
-        F::LockTimeout => F::ClientPause,
-        F::ClientPause => F::ServerPause,
-        F::ServerPause => F::CutClose,
-        F::CutClose => F::CutReset,
-        F::CutReset => F::CutBlackhole,
-        F::CutBlackhole => F::DowntimeExpiry,
-        F::DowntimeExpiry => F::ShortTtl,
-        F::ShortTtl => F::AbortAfterAcquire,
-        F::AbortAfterAcquire => F::CommitCrash,
-        F::CommitCrash => F::WaitWake,
-        F::WaitWake => F::Lapse,
-        F::Lapse => return None,
-    })
-}
-
+/// Each record is its variant's (the table is declared with the variants, by `faults!`).
 #[test]
 fn one_record_per_variant() {
-    let variants: Vec<Fault> = std::iter::successors(Some(Fault::Crash), |&f| next(f)).collect();
-    assert_eq!(variants.len(), SPECS.len(), "one record per variant");
-    for (i, f) in variants.iter().enumerate() {
-        assert_eq!(*f as usize, i, "{f:?} is declared out of order in next()");
-        let records = SPECS.iter().filter(|s| s.fault == *f).count();
-        assert_eq!(records, 1, "{f:?} has {records} records");
+    assert_eq!(Fault::ALL.len(), SPECS.len());
+    for (i, f) in Fault::ALL.iter().enumerate() {
+        assert_eq!(*f as usize, i, "{f:?}");
+        assert_eq!(SPECS.iter().filter(|s| s.fault == *f).count(), 1, "{f:?}");
         assert_eq!(f.spec().fault, *f);
     }
-    assert_eq!(Fault::ALL.to_vec(), variants);
+}
+
+/// The 19 faults there were when the lists were kept by hand (issue 20): the pins below
+/// hold for them, and a fault added since leaves them as they are.
+const BY_HAND: usize = 19;
+
+/// `list` without the faults added after the lists were kept by hand.
+fn of_the_first(list: &[Fault]) -> Vec<Fault> {
+    list.iter()
+        .copied()
+        .filter(|f| (*f as usize) < BY_HAND)
+        .collect()
 }
 
 /// The lists as they were kept by hand before the table (issue 20): the filters give
@@ -49,8 +31,13 @@ fn one_record_per_variant() {
 fn the_filters_give_the_lists_kept_by_hand_before() {
     use std::collections::BTreeSet;
     use Fault as F;
-    let set = |l: &[Fault]| l.iter().copied().collect::<BTreeSet<_>>();
-    assert_eq!(Fault::ALL.len(), 19);
+    let set = |l: &[Fault]| of_the_first(l).into_iter().collect::<BTreeSet<_>>();
+    assert!(Fault::ALL.len() >= BY_HAND);
+    assert_eq!(
+        Fault::ALL[BY_HAND - 1],
+        F::Lapse,
+        "new faults come after the first 19"
+    );
     assert_eq!(
         set(&Fault::CAMPAIGN),
         set(&[
@@ -81,14 +68,17 @@ fn the_filters_give_the_lists_kept_by_hand_before() {
             F::WaitWake,
         ])
     );
-    let pg14: Vec<Fault> = Fault::ALL
+    let pg14: Vec<Fault> = of_the_first(&Fault::ALL)
         .into_iter()
         .filter(|f| f.on_pg14_in_tests())
         .collect();
     assert_eq!(pg14, [F::Crash, F::RestartImmediate, F::CutReset, F::Lapse]);
-    // A campaign's schedule is drawn from CAMPAIGN by index: its order is the seeds'.
+    // A campaign's schedule is drawn from CAMPAIGN by index: its order is the seeds', so a
+    // fault added to campaigns comes after these (a recorded seed replays as it did).
+    let first = of_the_first(&Fault::CAMPAIGN);
+    assert_eq!(Fault::CAMPAIGN[..first.len()], first[..]);
     assert_eq!(
-        Fault::CAMPAIGN.map(Fault::name).join(","),
+        first.iter().map(|f| f.name()).collect::<Vec<_>>().join(","),
         "crash,restart-immediate,restart-fast,terminate,cancel,client-pause,server-pause,\
          cut-close,cut-reset,cut-blackhole,lapse"
     );
@@ -111,34 +101,32 @@ fn names_round_trip_and_are_unique() {
 #[test]
 fn groups_expand() {
     use Fault as F;
-    assert_eq!(parse_group("cut").map(|v| v.len()), Ok(3));
+    let first = |group: &str| parse_group(group).map(|v| of_the_first(&v));
     assert_eq!(parse_group("crash"), Ok(vec![F::Crash]));
     let refused = parse_group("crashes").unwrap_err().to_string();
     // The refusal names the groups, read from the records: each expands to several faults.
     let named = refused.rsplit("(or a group: ").next().unwrap_or("");
     let groups: Vec<&str> = named.trim_end_matches(')').split(", ").collect();
     assert_eq!(
-        groups,
-        ["restart", "kill", "pause", "cut", "all"],
+        groups[..4],
+        ["restart", "kill", "pause", "cut"],
         "{refused}"
     );
+    assert_eq!(groups.last(), Some(&"all"), "{refused}");
     for group in groups {
         assert!(parse_group(group).is_ok_and(|v| v.len() > 1), "{group}");
     }
     // The groups as they were kept by hand before the table.
     assert_eq!(
-        parse_group("restart"),
+        first("restart"),
         Ok(vec![F::RestartImmediate, F::RestartFast])
     );
     assert_eq!(
-        parse_group("cut"),
+        first("cut"),
         Ok(vec![F::CutClose, F::CutReset, F::CutBlackhole])
     );
-    assert_eq!(
-        parse_group("pause"),
-        Ok(vec![F::ClientPause, F::ServerPause])
-    );
-    assert_eq!(parse_group("kill"), Ok(vec![F::Terminate, F::Cancel]));
+    assert_eq!(first("pause"), Ok(vec![F::ClientPause, F::ServerPause]));
+    assert_eq!(first("kill"), Ok(vec![F::Terminate, F::Cancel]));
     assert_eq!(parse_group("all"), Ok(Fault::CAMPAIGN.to_vec()));
     assert_eq!(parse_group("lapse"), Ok(vec![F::Lapse]));
 }
@@ -150,7 +138,7 @@ fn the_situations_and_controls_are_those_dispatched_by_hand_before() {
     use crate::builds::BrokenBuild as Bb;
     use crate::checks::control;
     use Fault as F;
-    let campaigns: Vec<Fault> = Fault::ALL
+    let campaigns: Vec<Fault> = of_the_first(&Fault::ALL)
         .into_iter()
         .filter(|f| matches!(f.spec().situation, Situation::Campaign(_)))
         .collect();
@@ -232,7 +220,7 @@ fn the_situations_and_controls_are_those_dispatched_by_hand_before() {
             d(Doctor::LapseIgnored, Expect::Violation(LAPSE_IGNORED)),
         ),
     ];
-    assert_eq!(before.len(), Fault::ALL.len());
+    assert_eq!(before.len(), BY_HAND);
     for (f, c) in before {
         assert_eq!(control(f), c, "{f}");
     }
