@@ -6,6 +6,7 @@
 
 use super::ctx::{Baseline, Ctx};
 use super::outcome::{CheckResult, LatencyFigure, SuiteResult};
+use super::suites::{Listing, Planned};
 use bench::result::{BenchResult, Driver};
 use bench::workloads::{self, W1_CYCLE, W2_CONTEND};
 use std::time::{Duration, Instant};
@@ -14,15 +15,32 @@ use std::time::{Duration, Instant};
 /// a connection). A bench that hangs keeps its thread and cluster until the gate exits.
 const BENCH_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// The name of the comparison with `--bench-baseline` (the failure names its directory and
+/// threshold).
+const COMPARED: &str = "no regression against the baseline";
+
 /// The pg_lease workloads whose figures the suite requires.
 const MEASURED: [&str; 2] = [W1_CYCLE, W2_CONTEND];
 
-pub async fn bench(ctx: &Ctx<'_>) -> SuiteResult {
+/// A check per required workload, and the comparison with a baseline when there is one.
+pub(super) fn checks(listing: &Listing<'_>) -> Vec<Planned> {
     let why = "the bench measures a throwaway cluster it starts with fsync and \
                synchronous_commit on, not a server it cannot configure";
-    if let Some(skipped) = ctx.unmanaged_skip("bench", &["bench"], why) {
-        return skipped;
+    let mut names: Vec<String> = MEASURED.iter().map(|w| measured_name(w)).collect();
+    if listing.bench_baseline {
+        names.push(COMPARED.into());
     }
+    names
+        .into_iter()
+        .map(|name| Planned::on_managed(name, why))
+        .collect()
+}
+
+fn measured_name(workload: &str) -> String {
+    format!("{workload} measured")
+}
+
+pub async fn bench(ctx: &Ctx<'_>) -> SuiteResult {
     let start = Instant::now();
     ctx.say(
         "bench",
@@ -83,7 +101,7 @@ async fn measured(ctx: &Ctx<'_>) -> Result<BenchResult, String> {
 /// Every op of `workload` (its steps and its whole script) was measured at every client
 /// count of the run; the check's message lists what was not.
 fn all_measured(result: &BenchResult, workload: &str, elapsed: Duration) -> CheckResult {
-    let name = format!("{workload} measured");
+    let name = measured_name(workload);
     let Some(w) = workloads::workload(workload) else {
         return CheckResult::infrastructure(&name, "no such bench workload".into(), elapsed);
     };
@@ -112,24 +130,21 @@ fn all_measured(result: &BenchResult, workload: &str, elapsed: Duration) -> Chec
 
 /// The regression check against the baseline: a finding when a ratio regressed.
 fn compared(baseline: &Baseline, current: &BenchResult, elapsed: Duration) -> CheckResult {
-    let name = format!(
-        "no regression against {} (threshold {:.2}x)",
-        baseline.dir.display(),
-        baseline.threshold
-    );
     match bench::compare(&baseline.result, current, baseline.threshold) {
-        Ok(c) if c.regressions().count() == 0 => CheckResult::passed(name, elapsed),
+        Ok(c) if c.regressions().count() == 0 => CheckResult::passed(COMPARED, elapsed),
         Ok(c) => CheckResult::failed(
-            name,
+            COMPARED,
             format!(
-                "baseline PG {}, this run PG {}\n{}",
+                "baseline {} (PG {}), this run PG {}, threshold {:.2}x\n{}",
+                baseline.dir.display(),
                 baseline.result.major,
                 current.major,
+                baseline.threshold,
                 c.render()
             ),
             elapsed,
         ),
-        Err(e) => CheckResult::infrastructure(name, e.to_string(), elapsed),
+        Err(e) => CheckResult::infrastructure(COMPARED, e.to_string(), elapsed),
     }
 }
 

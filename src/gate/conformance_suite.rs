@@ -3,8 +3,29 @@
 
 use super::ctx::{bounded, is_hang, Ctx};
 use super::outcome::{CheckResult, SuiteResult};
-use harness::judgement::Cause;
+use super::suites::{Listing, Planned};
+use harness::judgement::{Cause, Needs};
 use std::time::{Duration, Instant};
+
+/// Why a conformance check marked [`Needs::ManagedServer`] needs a managed server.
+const RESTARTS: &str = "it stops, restarts or crashes the server";
+
+/// The liveness suite's one check.
+pub(super) fn liveness_checks(_: &Listing<'_>) -> Vec<Planned> {
+    vec![Planned::on_connection(harness::conformance::LIVENESS_CHECK)]
+}
+
+/// Every conformance check but the liveness check (the liveness suite runs it first).
+pub(super) fn checks(_: &Listing<'_>) -> Vec<Planned> {
+    harness::conformance::checks()
+        .iter()
+        .filter(|c| c.name != harness::conformance::LIVENESS_CHECK)
+        .map(|c| match c.needs {
+            Needs::Connection => Planned::on_connection(c.name),
+            Needs::ManagedServer => Planned::on_managed(c.name, RESTARTS),
+        })
+        .collect()
+}
 
 /// The liveness check alone, before every other suite: a build whose calls do not answer
 /// gets that verdict in seconds, and the gate runs nothing else on it.
@@ -31,9 +52,8 @@ pub(super) async fn conformance(ctx: &Ctx<'_>) -> SuiteResult {
         if check.name == harness::conformance::LIVENESS_CHECK {
             continue;
         }
-        if check.needs == harness::judgement::Needs::ManagedServer && !ctx.cluster.is_managed() {
-            let why = "it stops, restarts or crashes the server";
-            checks.push(CheckResult::skipped(check.name, why));
+        if check.needs == Needs::ManagedServer && !ctx.cluster.is_managed() {
+            checks.push(CheckResult::skipped(check.name, RESTARTS));
             continue;
         }
         ctx.say("conformance", check.name);

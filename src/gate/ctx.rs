@@ -3,7 +3,7 @@
 //! finding (the target hangs), any other is no verdict naming the SQL the server was
 //! running.
 
-use super::outcome::{CheckResult, SuiteResult};
+use super::outcome::CheckResult;
 use super::Size;
 use harness::campaign::{Outcome, Target};
 use harness::extension::Build;
@@ -57,19 +57,15 @@ impl Ctx<'_> {
         ));
     }
 
-    /// On an existing server (`--dsn`), the suite reported skipped, each of its `checks`
-    /// because it needs a managed server for `why`.
-    pub(super) fn unmanaged_skip(
-        &self,
-        suite: &str,
-        checks: &[&str],
-        why: &str,
-    ) -> Option<SuiteResult> {
-        let skipped = checks
-            .iter()
-            .map(|c| CheckResult::skipped(*c, why))
-            .collect();
-        (!self.cluster.is_managed()).then(|| SuiteResult::of(suite, skipped, Duration::ZERO))
+    /// What the suites list their checks for on this run's major.
+    pub(super) fn listing(&self) -> super::suites::Listing<'_> {
+        super::suites::Listing {
+            size: self.size,
+            seed: self.seed,
+            major: self.cluster.version().major,
+            faults: self.faults,
+            bench_baseline: self.bench_baseline.is_some(),
+        }
     }
 
     /// `path` relative to the report directory, for links.

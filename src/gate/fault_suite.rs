@@ -5,6 +5,7 @@
 
 use super::ctx::Ctx;
 use super::outcome::{CheckResult, SuiteResult};
+use super::suites::{Listing, Planned};
 use super::Size;
 use harness::judgement::Cause;
 use nemesis::suite::{self, Run};
@@ -23,13 +24,15 @@ pub fn of_size(size: Size) -> &'static [Fault] {
     }
 }
 
-pub async fn faults(ctx: &Ctx<'_>) -> SuiteResult {
-    let names: Vec<&str> = ctx.faults.iter().map(|f| f.name()).collect();
+/// The run's fault checks, each on clusters of its own.
+pub(super) fn checks(listing: &Listing<'_>) -> Vec<Planned> {
     let why = "each fault check starts, crashes and restarts clusters of its own from the \
                server's install";
-    if let Some(skipped) = ctx.unmanaged_skip("faults", &names, why) {
-        return skipped;
-    }
+    let faults = listing.faults.iter();
+    faults.map(|f| Planned::on_managed(f.name(), why)).collect()
+}
+
+pub async fn faults(ctx: &Ctx<'_>) -> SuiteResult {
     let start = Instant::now();
     let install = match ctx.cluster.install() {
         Ok(install) => install,

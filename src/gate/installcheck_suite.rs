@@ -3,19 +3,21 @@
 
 use super::ctx::{executing_target, Ctx};
 use super::outcome::{CheckResult, SuiteResult};
+use super::suites::{Listing, Planned};
 use harness::judgement::Judgement;
 use harness::pg::Cluster;
 use std::time::{Duration, Instant};
 
-// ---------------------------------------------------------------------------------------
+const NAME: &str = "make installcheck (regression + isolation)";
 
-pub(super) async fn installcheck(ctx: &Ctx<'_>) -> SuiteResult {
-    const NAME: &str = "make installcheck (regression + isolation)";
+/// The suite's one check, which needs a managed server.
+pub(super) fn checks(_: &Listing<'_>) -> Vec<Planned> {
     let why = "pg_regress drops and creates a fixed database (contrib_regression) and needs \
                the server's PGXS install on this machine";
-    if let Some(skipped) = ctx.unmanaged_skip("installcheck", &[NAME], why) {
-        return skipped;
-    }
+    vec![Planned::on_managed(NAME, why)]
+}
+
+pub(super) async fn installcheck(ctx: &Ctx<'_>) -> SuiteResult {
     let start = Instant::now();
     ctx.say("installcheck", "make installcheck");
     let Some(dir) = ctx.tests_dir.as_deref() else {

@@ -7,6 +7,7 @@
 
 use super::ctx::{bounded, is_hang, Ctx};
 use super::outcome::{CheckResult, SuiteResult};
+use super::suites::{Listing, Planned};
 use super::Size;
 use harness::judgement::Cause;
 use harness::matrix::{self, CampaignSize, MatrixOptions, Setting, Verdict, Version};
@@ -31,13 +32,17 @@ fn size(ctx: &Ctx<'_>) -> (CampaignSize, bool) {
     (campaign, ctx.size == Size::Full)
 }
 
-pub async fn matrix(ctx: &Ctx<'_>) -> SuiteResult {
-    let names: Vec<&str> = Setting::ALL.iter().map(|s| s.name()).collect();
+/// One check per setting.
+pub(super) fn checks(_: &Listing<'_>) -> Vec<Planned> {
     let why = "it creates collations, schemas of planted objects and per-session settings \
                as the cluster's superuser";
-    if let Some(skipped) = ctx.unmanaged_skip("matrix", &names, why) {
-        return skipped;
-    }
+    let settings = Setting::ALL.iter();
+    settings
+        .map(|s| Planned::on_managed(s.name(), why))
+        .collect()
+}
+
+pub async fn matrix(ctx: &Ctx<'_>) -> SuiteResult {
     let start = Instant::now();
     let version = Version::Target(harness::campaign::Target::Build(ctx.build));
     let (campaign, conformance) = size(ctx);

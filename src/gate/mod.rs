@@ -219,8 +219,11 @@ fn clock_seed() -> u64 {
 pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
     let majors = parse_majors(&args.majors)?;
     let (plan, shard) = plan(args, &majors)?;
+    let seed = args.seed.unwrap_or_else(clock_seed);
     if args.list {
-        print!("{}", list(&plan, shard.as_ref()));
+        // A reader that stops early (`| head`) is not an error.
+        let text = list(args, &plan, shard.as_ref(), seed);
+        let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
         return Ok(model::Exit::Passed.code());
     }
     let mut build = load_build(args)?;
@@ -230,7 +233,6 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
         dsn::parse(dsn)?;
     }
     let build: &'static Build = Box::leak(Box::new(build));
-    let seed = args.seed.unwrap_or_else(clock_seed);
     let on = match &args.dsn {
         Some(_) => "an existing server (--dsn)".to_string(),
         None => format!(
@@ -422,8 +424,11 @@ fn run_local(
     Ok(results)
 }
 
-/// What `plan` runs (`--list`): with `--shard`, the shard's units first.
-fn list(plan: &plan::Plan, shard: Option<&shard::ShardRun>) -> String {
+/// What `plan` runs (`--list`): with `--shard`, the shard's units first; then each major's
+/// suites with the checks each lists for the run's size and seed (a suite stops at its
+/// first finding), those that need a managed server marked; then the security suite's
+/// statement classes with their controls.
+fn list(args: &GateArgs, plan: &plan::Plan, shard: Option<&shard::ShardRun>, seed: u64) -> String {
     let mut out = String::new();
     if let Some(s) = shard {
         out.push_str(&format!("shard {}/{}:\n", s.index, s.count));
@@ -431,24 +436,52 @@ fn list(plan: &plan::Plan, shard: Option<&shard::ShardRun>) -> String {
             out.push_str(&format!("  pg{} {}\n", unit.major, unit.suite));
         }
     }
-    let mut suites: Vec<suites::Suite> = Vec::new();
-    for suite in plan.iter().flat_map(|(_, s)| s) {
-        if !suites.iter().any(|s| s.name == suite.name) {
-            suites.push(*suite);
+    let drawn = match args.seed {
+        Some(_) => String::new(),
+        None => format!(" (drawn now: pass --seed {seed} to run these)"),
+    };
+    out.push_str(&format!("seed {seed}{drawn}\n"));
+    let faults = args.fault_checks();
+    for (major, suites) in plan {
+        out.push_str(&format!("PG {major}:\n"));
+        let listing = suites::Listing {
+            size: args.size(),
+            seed,
+            major: *major,
+            faults: &faults,
+            bench_baseline: args.bench_baseline.is_some(),
+        };
+        for suite in suites {
+            out.push_str(&list_suite(suite, &listing));
         }
     }
-    // The majors a suite runs on.
-    let on = |name: &str| -> Vec<u32> {
-        plan.iter()
-            .filter(|(_, s)| s.iter().any(|s| s.name == name))
-            .map(|(m, _)| *m)
-            .collect()
+    let on_security: Vec<u32> = plan
+        .iter()
+        .filter(|(_, s)| s.iter().any(|s| s.name == "security"))
+        .map(|(m, _)| *m)
+        .collect();
+    if !on_security.is_empty() {
+        out.push('\n');
+        out.push_str(&surface_suite::list(&on_security));
+    }
+    out
+}
+
+/// A suite's lines of `--list`.
+fn list_suite(suite: &suites::Suite, listing: &suites::Listing<'_>) -> String {
+    let checks = suite.checks(listing);
+    let count = match checks.len() {
+        1 => "1 check".to_string(),
+        n => format!("{n} checks"),
     };
-    for suite in &suites {
-        match suite.name {
-            "security" => out.push_str(&surface_suite::list(&on("security"))),
-            "faults" => out.push_str("faults: `leasecheck faults --list` names its checks\n"),
-            other => out.push_str(&format!("{other}\n")),
+    let mut out = format!("  {} ({count})\n", suite.name);
+    for check in checks {
+        match check.needs_managed {
+            None => out.push_str(&format!("    {}\n", check.name)),
+            Some(why) => out.push_str(&format!(
+                "    {}  [needs a managed server: {why}]\n",
+                check.name
+            )),
         }
     }
     out

@@ -3,16 +3,23 @@
 
 use super::ctx::{active_sql, bounded, is_hang, Ctx};
 use super::outcome::{CheckResult, SuiteResult};
+use super::suites::{Listing, Planned};
 use harness::judgement::Cause;
 use std::time::{Duration, Instant};
 
-pub(super) async fn security(ctx: &Ctx<'_>) -> SuiteResult {
+/// The security checks, then the attack-surface classes of the size on the major.
+pub(super) fn checks(listing: &Listing<'_>) -> Vec<Planned> {
     let why = "it logs in as roles it creates (trust authentication), runs this machine's \
                pg_dump and psql against the server and crashes it";
-    let names: Vec<&str> = harness::security::checks().iter().map(|c| c.name).collect();
-    if let Some(skipped) = ctx.unmanaged_skip("security", &names, why) {
-        return skipped;
-    }
+    let security = harness::security::checks();
+    let security = security.iter().map(|c| c.name.to_string());
+    security
+        .chain(super::surface_suite::names(listing))
+        .map(|name| Planned::on_managed(name, why))
+        .collect()
+}
+
+pub(super) async fn security(ctx: &Ctx<'_>) -> SuiteResult {
     let start = Instant::now();
     let mut checks = Vec::new();
     for check in harness::security::checks() {

@@ -3,6 +3,7 @@
 
 use super::ctx::{bounded, judged, write_page, Ctx};
 use super::outcome::{CheckResult, SuiteResult};
+use super::suites::{Listing, Planned};
 use super::Size;
 use harness::campaign::{self};
 use harness::stepped::{self, Plan, RunOptions, Stage};
@@ -17,10 +18,7 @@ const PLAN_TIMEOUT: Duration = Duration::from_secs(180);
 /// does not pass.
 pub(super) async fn stepped_plans(ctx: &Ctx<'_>) -> SuiteResult {
     let start = Instant::now();
-    let drawn_count: u64 = match ctx.size {
-        Size::Quick => 12,
-        Size::Full => 150,
-    };
+    let drawn_count = drawn_count(ctx.size);
     let stage = match Stage::new(ctx.cluster, ctx.target()).await {
         Ok(stage) => stage,
         Err(e) => {
@@ -42,17 +40,15 @@ pub(super) async fn stepped_plans(ctx: &Ctx<'_>) -> SuiteResult {
     let drawn = (0..drawn_count).map(|k| {
         let seed = ctx.seed.wrapping_add(k);
         let plan = Plan::from_seed(&config, seed).map_err(|e| e.to_string());
-        (format!("plan of seed {seed}"), plan)
+        (drawn_name(seed), plan)
     });
     let late = harness::late::plans();
     let total = races.len() as u64 + late.len() as u64 + drawn_count;
-    let races = (1..)
-        .zip(races)
-        .map(|(k, p)| (format!("race plan {k}"), Ok(p)));
+    let races = (1..).zip(races).map(|(k, p)| (race_name(k), Ok(p)));
     let mut checks = Vec::new();
     // The late plans: calls late in a long statement (a batch, a block), judged likewise.
     for (k, plan) in late.iter().enumerate() {
-        let name = format!("late plan {} ({})", k + 1, plan.name);
+        let name = late_name(k, plan);
         ctx.say("stepped", &format!("{name} ({}/{total})", k + 1));
         let check = bounded(ctx, &name, PLAN_TIMEOUT, one_late_plan(ctx, &name, plan)).await;
         let stop = check.status != super::outcome::Status::Passed;
@@ -83,6 +79,36 @@ pub(super) async fn stepped_plans(ctx: &Ctx<'_>) -> SuiteResult {
         }
     }
     SuiteResult::of("stepped", checks, start.elapsed())
+}
+
+/// How many drawn plans a size runs.
+fn drawn_count(size: Size) -> u64 {
+    match size {
+        Size::Quick => 12,
+        Size::Full => 150,
+    }
+}
+
+fn late_name(k: usize, plan: &harness::late::Plan) -> String {
+    format!("late plan {} ({})", k + 1, plan.name)
+}
+
+fn race_name(k: usize) -> String {
+    format!("race plan {k}")
+}
+
+fn drawn_name(seed: u64) -> String {
+    format!("plan of seed {seed}")
+}
+
+/// The late plans, the race plans and the drawn plans of seeds S, S+1, ..., in order.
+pub(super) fn checks(listing: &Listing<'_>) -> Vec<Planned> {
+    let late = harness::late::plans();
+    let late = late.iter().enumerate().map(|(k, p)| late_name(k, p));
+    let races = (1..=stepped::race_plans().map_or(0, |p| p.len())).map(race_name);
+    let drawn = (0..drawn_count(listing.size)).map(|k| drawn_name(listing.seed.wrapping_add(k)));
+    let names = late.chain(races).chain(drawn);
+    names.map(Planned::on_connection).collect()
 }
 
 async fn one_late_plan(ctx: &Ctx<'_>, name: &str, plan: &harness::late::Plan) -> CheckResult {

@@ -4,6 +4,7 @@
 
 use super::ctx::Ctx;
 use super::outcome::CheckResult;
+use super::suites::Listing;
 use super::Size;
 use harness::security::surface::{self, Control, Shape, SurfaceOptions, CLASSES, LIMITATIONS};
 use std::fmt::Write;
@@ -11,6 +12,17 @@ use std::time::Duration;
 
 /// The prefix of the surface checks' names in the report.
 pub const PREFIX: &str = "surface: ";
+
+/// The surface checks a run lists: the classes of its size on its major, and the generated
+/// class; those that had a statement to run report.
+pub fn names(listing: &Listing<'_>) -> Vec<String> {
+    let full = listing.size == Size::Full;
+    let classes = surface::classes_on(listing.major, full).map(|c| c.name);
+    classes
+        .chain([surface::REGCLASS_FUNCTIONS])
+        .map(|class| format!("{PREFIX}{class}"))
+        .collect()
+}
 
 /// Runs the attack-surface suite on `ctx`'s server: one check per statement class that had
 /// a statement to run (quick classes, every class with `--full`).

@@ -75,3 +75,34 @@ pub fn only_dir(out: &Path) -> PathBuf {
     assert_eq!(dirs.len(), 1, "{dirs:?}");
     dirs[0].clone()
 }
+
+/// The checks `leasecheck gate ... --list` lists, per major and suite, in order (the
+/// `[needs ...]` notes cut).
+#[allow(dead_code)]
+pub fn listed_checks(args: &[&str]) -> Vec<(u32, String, Vec<String>)> {
+    let mut with_list = args.to_vec();
+    with_list.push("--list");
+    let (code, out) = leasecheck(&with_list);
+    assert_eq!(code, 0, "{out}");
+    let mut listed: Vec<(u32, String, Vec<String>)> = Vec::new();
+    let mut major = 0;
+    for line in out.lines() {
+        if let Some(m) = line.strip_prefix("PG ").and_then(|l| l.strip_suffix(':')) {
+            major = m.parse().expect("a major");
+        } else if let Some(check) = line.strip_prefix("    ") {
+            let name = check
+                .split("  [needs a managed server")
+                .next()
+                .unwrap_or(check);
+            if let Some(last) = listed.last_mut() {
+                last.2.push(name.to_string());
+            }
+        } else if let Some(suite) = line.strip_prefix("  ").filter(|l| l.ends_with(')')) {
+            let name = suite.split(" (").next().unwrap_or(suite);
+            listed.push((major, name.to_string(), Vec::new()));
+        } else if line.is_empty() {
+            break;
+        }
+    }
+    listed
+}

@@ -23,7 +23,7 @@ mod world;
 
 pub use classes::{Class, Shape, CLASSES, REGCLASS_FUNCTIONS};
 pub use objects::{Kind, Object};
-pub use run::{run, ClassOutcome, SurfaceOptions};
+pub use run::{classes_on, run, ClassOutcome, SurfaceOptions};
 pub use world::digest;
 
 use std::fmt;

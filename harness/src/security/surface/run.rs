@@ -41,6 +41,14 @@ enum Ran {
     Waiting,
 }
 
+/// The classes a run on `major` takes (every class `full`, else the quick ones); the
+/// generated class ([`REGCLASS_FUNCTIONS`]) runs beside them.
+pub fn classes_on(major: u32, full: bool) -> impl Iterator<Item = &'static Class> {
+    CLASSES
+        .iter()
+        .filter(move |c| c.on(major) && (full || c.quick))
+}
+
 /// Runs the suite against `extension` (installed in `cluster`'s install), returning one
 /// outcome per class that had a statement to run.
 pub async fn run(
@@ -50,9 +58,7 @@ pub async fn run(
 ) -> Result<Vec<ClassOutcome>, SecurityError> {
     let major = cluster.version().major;
     let wanted = |name: &str| options.only.as_ref().is_none_or(|o| o.contains(&name));
-    let classes: Vec<&Class> = CLASSES
-        .iter()
-        .filter(|c| c.on(major) && (options.full || c.quick || options.only.is_some()))
+    let classes: Vec<&Class> = classes_on(major, options.full || options.only.is_some())
         .filter(|c| wanted(c.name))
         .collect();
     let mut outcomes: Vec<ClassOutcome> = classes
