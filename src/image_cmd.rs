@@ -26,8 +26,10 @@ pub enum ImageCommand {
 
 #[derive(Debug, clap::Args)]
 pub struct BuildArgs {
-    /// The PostgreSQL major (14-18).
-    #[arg(long = "pg")]
+    #[arg(
+        long = "pg",
+        help = format!("The PostgreSQL major ({})", harness::pg::majors::supported_range())
+    )]
     pub major: u32,
     /// The Debian mirror debootstrap and apt use.
     #[arg(long, default_value = DEFAULT_MIRROR)]

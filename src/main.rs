@@ -31,8 +31,11 @@ enum Command {
     Run(RunArgs),
     /// Run the extension's PGXS suites (make installcheck) against throwaway clusters.
     Installcheck(InstallcheckArgs),
-    /// Download the pinned PostgreSQL build of a major (14-18) into the cache.
-    FetchPg { major: u32 },
+    /// Download the pinned PostgreSQL build of a supported major into the cache.
+    FetchPg {
+        #[arg(help = format!("A supported major ({})", harness::pg::majors::supported_range()))]
+        major: u32,
+    },
     /// Show which PostgreSQL install would be used for a major.
     FindPg { major: u32 },
     /// Model-check the spec (the 11 invariants), run its negative controls, or serve the Explorer.

@@ -72,8 +72,14 @@ pub struct GateArgs {
     /// [default: --extension DIR when it has them, else this checkout's extension/].
     #[arg(long)]
     pub tests: Option<PathBuf>,
-    /// PostgreSQL majors, comma separated, or `all` (every supported major, 14-18).
-    #[arg(long = "pg", default_value_t = harness::pg::DEFAULT_MAJOR.to_string())]
+    #[arg(
+        long = "pg",
+        default_value_t = harness::pg::DEFAULT_MAJOR.to_string(),
+        help = format!(
+            "PostgreSQL majors, comma separated, or `all` (every supported major, {})",
+            harness::pg::majors::supported_range()
+        )
+    )]
     pub majors: String,
     #[arg(long, value_enum, default_value_t = Backend::Local)]
     pub backend: Backend,
@@ -86,8 +92,9 @@ pub struct GateArgs {
     /// Only these suites (repeatable) [default: all].
     #[arg(long = "suite")]
     pub suites: Vec<String>,
-    /// Print what the selected suites run on the --pg majors (the security suite: its
-    /// checks and the attack-surface statement classes) and exit.
+    /// Print what the selected suites run on the --pg majors (each suite's checks at the
+    /// size and seed, those needing a managed server marked; the attack-surface statement
+    /// classes) and exit.
     #[arg(long)]
     pub list: bool,
     /// Only these fault checks in the faults suite (repeatable) [default: --quick one per
