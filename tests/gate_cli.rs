@@ -3,7 +3,7 @@
 //! the GitHub workflow a user copies.
 
 mod common;
-use common::{expected_invariant, leasecheck, listed_checks, mutant, summary};
+use common::{each_check, expected_invariant, leasecheck, listed_checks, mutant, summary};
 
 use harness::extension::{ExtensionFiles, Mutant, MUTANTS};
 use serde_json::Value;
@@ -12,23 +12,17 @@ use std::process::Command;
 
 /// (suite, check, status, message, invariant) of every check that did not pass.
 fn not_passed(summary: &Value) -> Vec<(String, String, String, String, Option<String>)> {
-    let mut out = Vec::new();
-    for major in summary["majors"].as_array().expect("majors") {
-        for suite in major["suites"].as_array().expect("suites") {
-            for check in suite["checks"].as_array().expect("checks") {
-                if check["status"] != "passed" {
-                    out.push((
-                        suite["suite"].as_str().unwrap_or("").to_string(),
-                        check["name"].as_str().unwrap_or("").to_string(),
-                        check["status"].as_str().unwrap_or("").to_string(),
-                        check["message"].as_str().unwrap_or("").to_string(),
-                        check["invariant"].as_str().map(String::from),
-                    ));
-                }
-            }
-        }
-    }
-    out
+    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+    each_check(summary)
+        .into_iter()
+        .filter(|(_, _, check)| check["status"] != "passed")
+        .map(|(_, suite, c)| {
+            let invariant = c["invariant"].as_str().map(String::from);
+            let (name, status, message) =
+                (text(&c["name"]), text(&c["status"]), text(&c["message"]));
+            (suite.to_string(), name, status, message, invariant)
+        })
+        .collect()
 }
 
 /// Every suite at quick sizes on PG 15 against this checkout's extension: every check

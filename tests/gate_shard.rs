@@ -6,7 +6,7 @@
 //! shard); the full quick gate sharded is recorded in results/gate.
 
 mod common;
-use common::{leasecheck, mutant, summary};
+use common::{each_check, leasecheck, mutant, summary};
 
 use harness::extension::ExtensionFiles;
 use serde_json::Value;
@@ -20,21 +20,20 @@ const SUITES: [&str; 3] = ["liveness", "campaign", "matrix"];
 type Check = (u64, String, String, String, Option<String>);
 
 fn checks(summary: &Value) -> Vec<Check> {
-    let mut out = Vec::new();
-    for major in summary["majors"].as_array().expect("majors") {
-        for suite in major["suites"].as_array().expect("suites") {
-            for check in suite["checks"].as_array().expect("checks") {
-                out.push((
-                    major["major"].as_u64().unwrap_or(0),
-                    suite["suite"].as_str().unwrap_or("").to_string(),
-                    check["name"].as_str().unwrap_or("").to_string(),
-                    check["status"].as_str().unwrap_or("").to_string(),
-                    check["invariant"].as_str().map(String::from),
-                ));
-            }
-        }
-    }
-    out
+    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+    each_check(summary)
+        .into_iter()
+        .map(|(major, suite, check)| {
+            let invariant = check["invariant"].as_str().map(String::from);
+            (
+                major,
+                suite.to_string(),
+                text(&check["name"]),
+                text(&check["status"]),
+                invariant,
+            )
+        })
+        .collect()
 }
 
 /// The build's options: this checkout's extension, or a mutant written into `dir` as one
@@ -119,13 +118,9 @@ fn suite_statuses(summary: &Value) -> Vec<(u64, String, String)> {
 
 /// Every timeline the merged report links to is in it.
 fn assert_links_resolve(report: &Path, summary: &Value) {
-    for major in summary["majors"].as_array().unwrap() {
-        for suite in major["suites"].as_array().unwrap() {
-            for check in suite["checks"].as_array().unwrap() {
-                if let Some(t) = check["timeline"].as_str() {
-                    assert!(report.join(t).is_file(), "{t} is not in {report:?}");
-                }
-            }
+    for (_, _, check) in each_check(summary) {
+        if let Some(t) = check["timeline"].as_str() {
+            assert!(report.join(t).is_file(), "{t} is not in {report:?}");
         }
     }
 }

@@ -106,3 +106,19 @@ pub fn listed_checks(args: &[&str]) -> Vec<(u32, String, Vec<String>)> {
     }
     listed
 }
+
+/// Every check of a summary.json with its major and suite, in the report's order.
+#[allow(dead_code)]
+pub fn each_check(summary: &Value) -> Vec<(u64, &str, &Value)> {
+    let mut out = Vec::new();
+    for major in summary["majors"].as_array().expect("majors") {
+        let number = major["major"].as_u64().unwrap_or(0);
+        for suite in major["suites"].as_array().expect("suites") {
+            let name = suite["suite"].as_str().unwrap_or("");
+            for check in suite["checks"].as_array().expect("checks") {
+                out.push((number, name, check));
+            }
+        }
+    }
+    out
+}
