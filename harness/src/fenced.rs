@@ -14,6 +14,7 @@
 //! checker as well.
 
 use crate::campaign::{InfraError, Target};
+use crate::judgement::{Cause, Judgement};
 use crate::pg::Cluster;
 use crate::recorder::{Recorder, RecorderError, RecorderOptions, Session};
 use model::gen::Rng;
@@ -136,6 +137,48 @@ pub struct FencedReport {
     /// The recorded lease calls and the model's verdict on them.
     pub history: History,
     pub verdict: Verdict,
+}
+
+impl FencedReport {
+    /// The run as the one judgement (crate::judgement), for a guarded run: the lease history
+    /// judged by the checker first; then a stale write the guard accepted is a finding (two
+    /// holders shared an epoch, or a grant's epoch was not above an earlier one); a run in
+    /// which no deposed holder wrote proves nothing, no verdict.
+    pub fn judgement(&self) -> Judgement {
+        match &self.verdict {
+            Verdict::Violation(v) => {
+                return Judgement::Finding {
+                    invariant: Some(v.invariant.to_string()),
+                    message: format!("the fenced workload's lease calls: {}", self.verdict),
+                }
+            }
+            Verdict::Unknown(_) => {
+                return Judgement::NoVerdict {
+                    cause: Cause::Budget,
+                    why: format!("the fenced workload's lease calls: {}", self.verdict),
+                }
+            }
+            Verdict::Linearizable(_) => {}
+        }
+        if let Some(first) = self.breaches.first() {
+            return Judgement::Finding {
+                invariant: Some(model::Invariant::GrantEpochFresh.to_string()),
+                message: format!(
+                    "the guard, which accepts a write only with an epoch at least the highest \
+                     accepted, let {} stale write(s) through: {first}",
+                    self.breaches.len()
+                ),
+            };
+        }
+        if self.writes_rejected == 0 {
+            return Judgement::NoVerdict {
+                cause: Cause::Harness,
+                why: "no deposed holder wrote to the fenced resource: the run proves nothing"
+                    .into(),
+            };
+        }
+        Judgement::Pass
+    }
 }
 
 /// One row of the guard's log.
@@ -413,5 +456,37 @@ mod tests {
     fn one_epoch_from_two_writers_is_a_breach() {
         let log = [row(1, "r", "a", 3, true), row(2, "r", "b", 3, true)];
         assert_eq!(breaches(&log).len(), 1);
+    }
+
+    fn report(rejected: u64, breaches: Vec<FencingBreach>) -> FencedReport {
+        FencedReport {
+            writes_accepted: 10,
+            writes_rejected: rejected,
+            breaches,
+            history: History::default(),
+            verdict: Verdict::Linearizable(model::checker::Stats::default()),
+        }
+    }
+
+    /// The guarded run's judgement: a pass needs deposed holders that tried and were
+    /// refused; an accepted stale write is a finding naming the fresh-epoch invariant.
+    #[test]
+    fn a_stale_write_accepted_is_a_finding_and_a_run_without_one_tried_is_no_verdict() {
+        assert!(report(3, vec![]).judgement().is_pass());
+        let log = [row(1, "r", "a", 3, true), row(2, "r", "b", 3, true)];
+        match report(3, breaches(&log)).judgement() {
+            Judgement::Finding { invariant, message } => {
+                assert_eq!(
+                    invariant,
+                    Some(model::Invariant::GrantEpochFresh.to_string())
+                );
+                assert!(message.contains("1 stale write(s)"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            report(0, vec![]).judgement(),
+            Judgement::NoVerdict { .. }
+        ));
     }
 }

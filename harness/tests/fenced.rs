@@ -32,6 +32,7 @@ async fn the_guard_rejects_every_deposed_holders_write() {
             report.writes_rejected > 0,
             "PG {major}: no deposed holder ever wrote; the run proves nothing"
         );
+        assert!(report.judgement().is_pass(), "{:?}", report.judgement());
     }
 }
 
@@ -80,4 +81,16 @@ async fn a_pg_lease_that_reuses_epochs_lets_two_holders_through_the_guard() {
         "no two holders shared an epoch at the guard"
     );
     assert!(report.verdict.violation().is_some(), "{}", report.verdict);
+    // The gate's judgement of the run is the finding, naming the violated invariant.
+    assert!(
+        matches!(
+            report.judgement(),
+            harness::judgement::Judgement::Finding {
+                invariant: Some(_),
+                ..
+            }
+        ),
+        "{:?}",
+        report.judgement()
+    );
 }

@@ -1,10 +1,14 @@
-//! The gate's "campaign" suite: free-running campaigns judged by the model's checker.
+//! The gate's "campaign" suite: free-running campaigns judged by the model's checker, then
+//! the fenced resource (what epochs are for, SEMANTICS section 5): workers that pause past
+//! their TTL write with their old epoch through a guard, which must refuse every such write.
 
 use super::ctx::{bounded, judged, write_page, Ctx};
 use super::outcome::{CheckResult, SuiteResult};
 use super::suites::{Listing, Planned};
 use super::Size;
-use harness::campaign::{self, Campaign, Length};
+use harness::campaign::{self, Campaign, Length, Target};
+use harness::fenced::FencedConfig;
+use harness::judgement::Judgement;
 use model::Budget;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,9 +28,10 @@ pub(super) async fn free_campaigns(ctx: &Ctx<'_>) -> SuiteResult {
         let stop = check.status != super::outcome::Status::Passed;
         checks.push(check);
         if stop {
-            break;
+            return SuiteResult::of("campaign", checks, start.elapsed());
         }
     }
+    checks.push(fenced(ctx).await);
     SuiteResult::of("campaign", checks, start.elapsed())
 }
 
@@ -44,14 +49,42 @@ fn name(workload: &harness::workload::Workload, ops: u64, seed: u64) -> String {
     format!("{processes} processes x {keys} keys, {ops} ops, seed {seed}")
 }
 
-/// One check per campaign, of seeds S, S+1, ...
+/// One check per campaign, of seeds S, S+1, ..., then the fenced resource.
 pub(super) fn checks(listing: &Listing<'_>) -> Vec<Planned> {
     let (campaigns, ops) = sized(listing.size);
     let workload = harness::workload::Workload::shared_owners();
     let seeds = (0..campaigns).map(|k| listing.seed.wrapping_add(k));
-    seeds
-        .map(|seed| Planned::on_connection(name(&workload, ops, seed)))
-        .collect()
+    let names = seeds.map(|seed| name(&workload, ops, seed));
+    let names = names.chain([fenced_name(listing.seed)]);
+    names.map(Planned::on_connection).collect()
+}
+
+/// The fenced workload records for 4 s and checks its lease calls; this bounds a hang.
+const FENCED_TIMEOUT: Duration = Duration::from_secs(180);
+
+fn fenced_name(seed: u64) -> String {
+    let c = FencedConfig::short(Target::PgLease, true, seed);
+    format!(
+        "fenced resource: {} workers x {} resources, guarded, seed {seed}",
+        c.workers, c.resources
+    )
+}
+
+/// The fenced resource on the build: no deposed holder's write gets through the guard, and
+/// the lease calls are linearizable.
+async fn fenced(ctx: &Ctx<'_>) -> CheckResult {
+    let start = Instant::now();
+    let name = fenced_name(ctx.seed);
+    ctx.say("campaign", &name);
+    let config = FencedConfig::short(ctx.target(), true, ctx.seed);
+    let run = async {
+        let judgement = match harness::fenced::run(ctx.cluster, &config).await {
+            Ok(report) => report.judgement(),
+            Err(e) => Judgement::no_verdict_from_text(e.to_string()),
+        };
+        CheckResult::of(&name, judgement, start.elapsed())
+    };
+    bounded(ctx, &name, FENCED_TIMEOUT, run).await
 }
 
 async fn one_campaign(ctx: &Ctx<'_>, seed: u64, ops: u64) -> CheckResult {
