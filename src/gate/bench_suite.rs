@@ -5,8 +5,8 @@
 //! the whole bench result into `<report>/pg<major>/bench/`.
 
 use super::ctx::{Baseline, Ctx};
+use super::listing::{Listing, Planned};
 use super::outcome::{CheckResult, LatencyFigure, SuiteResult};
-use super::suites::{Listing, Planned};
 use bench::result::{BenchResult, Driver};
 use bench::workloads::{self, W1_CYCLE, W2_CONTEND};
 use std::time::{Duration, Instant};

@@ -3,8 +3,8 @@
 //! their TTL write with their old epoch through a guard, which must refuse every such write.
 
 use super::ctx::{bounded, judged, write_page, Ctx};
+use super::listing::{Listing, Planned};
 use super::outcome::{CheckResult, SuiteResult};
-use super::suites::{Listing, Planned};
 use super::Size;
 use harness::campaign::{self, Campaign, Length, Target};
 use harness::fenced::FencedConfig;

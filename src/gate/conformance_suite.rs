@@ -2,8 +2,8 @@
 //! the build, the liveness check first and alone.
 
 use super::ctx::{bounded, is_hang, Ctx};
+use super::listing::{Listing, Planned};
 use super::outcome::{CheckResult, SuiteResult};
-use super::suites::{Listing, Planned};
 use harness::judgement::{Cause, Needs};
 use std::time::{Duration, Instant};
 

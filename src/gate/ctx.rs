@@ -58,8 +58,8 @@ impl Ctx<'_> {
     }
 
     /// What the suites list their checks for on this run's major.
-    pub(super) fn listing(&self) -> super::suites::Listing<'_> {
-        super::suites::Listing {
+    pub(super) fn listing(&self) -> super::listing::Listing<'_> {
+        super::listing::Listing {
             size: self.size,
             seed: self.seed,
             major: self.cluster.version().major,

@@ -4,8 +4,8 @@
 //! are not run: they test the checks, not the build (`leasecheck faults --controls`).
 
 use super::ctx::Ctx;
+use super::listing::{Listing, Planned};
 use super::outcome::{CheckResult, SuiteResult};
-use super::suites::{Listing, Planned};
 use super::Size;
 use harness::judgement::Cause;
 use nemesis::suite::{self, Run};

@@ -2,8 +2,8 @@
 //! build, with a watchdog that cancels calls of the target the server executes too long.
 
 use super::ctx::{executing_target, Ctx};
+use super::listing::{Listing, Planned};
 use super::outcome::{CheckResult, SuiteResult};
-use super::suites::{Listing, Planned};
 use harness::judgement::Judgement;
 use harness::pg::Cluster;
 use std::time::{Duration, Instant};

@@ -6,8 +6,8 @@
 //! requires), and at full size the conformance suite under it.
 
 use super::ctx::{bounded, is_hang, Ctx};
+use super::listing::{Listing, Planned};
 use super::outcome::{CheckResult, SuiteResult};
-use super::suites::{Listing, Planned};
 use super::Size;
 use harness::judgement::Cause;
 use harness::matrix::{self, CampaignSize, MatrixOptions, Setting, Verdict, Version};

@@ -11,6 +11,7 @@ pub mod dsn;
 mod fault_suite;
 mod installcheck_suite;
 mod lanes;
+mod listing;
 mod matrix_suite;
 pub mod merge;
 pub mod outcome;
@@ -458,7 +459,7 @@ fn list(args: &GateArgs, plan: &plan::Plan, shard: Option<&shard::ShardRun>, see
     let faults = args.fault_checks();
     for (major, suites) in plan {
         out.push_str(&format!("PG {major}:\n"));
-        let listing = suites::Listing {
+        let listing = listing::Listing {
             size: args.size(),
             seed,
             major: *major,
@@ -482,7 +483,7 @@ fn list(args: &GateArgs, plan: &plan::Plan, shard: Option<&shard::ShardRun>, see
 }
 
 /// A suite's lines of `--list`.
-fn list_suite(suite: &suites::Suite, listing: &suites::Listing<'_>) -> String {
+fn list_suite(suite: &suites::Suite, listing: &listing::Listing<'_>) -> String {
     let checks = suite.checks(listing);
     let count = match checks.len() {
         1 => "1 check".to_string(),

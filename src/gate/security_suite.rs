@@ -2,8 +2,8 @@
 //! ([`super::surface_suite`]).
 
 use super::ctx::{active_sql, bounded, is_hang, Ctx};
+use super::listing::{Listing, Planned};
 use super::outcome::{CheckResult, SuiteResult};
-use super::suites::{Listing, Planned};
 use harness::judgement::Cause;
 use std::time::{Duration, Instant};
 

@@ -2,8 +2,8 @@
 //! step at a time and judged by the model's checker.
 
 use super::ctx::{bounded, judged, write_page, Ctx};
+use super::listing::{Listing, Planned};
 use super::outcome::{CheckResult, SuiteResult};
-use super::suites::{Listing, Planned};
 use super::Size;
 use harness::campaign::{self};
 use harness::stepped::{self, Plan, RunOptions, Stage};

@@ -5,6 +5,7 @@
 //! whose every check needs a managed server is reported skipped from its listing, unrun.
 
 use super::ctx::Ctx;
+use super::listing::{Listing, Planned};
 use super::outcome::{CheckResult, SuiteResult};
 use super::Size;
 use std::future::Future;
@@ -16,44 +17,6 @@ type SuiteFuture<'a> = Pin<Box<dyn Future<Output = SuiteResult> + Send + 'a>>;
 /// The suite that runs first: a build whose calls do not answer gets that verdict in
 /// seconds, and nothing else runs on it.
 pub const LIVENESS: &str = "liveness";
-
-/// What a suite lists its checks for.
-#[derive(Clone, Copy)]
-pub struct Listing<'a> {
-    pub size: Size,
-    pub seed: u64,
-    pub major: u32,
-    /// The fault checks of the faults suite.
-    pub faults: &'a [nemesis::Fault],
-    /// Whether the bench suite compares with a baseline (`--bench-baseline`).
-    pub bench_baseline: bool,
-}
-
-/// A check a suite runs: all of them on a build that passes, those up to its first finding
-/// otherwise (the attack-surface checks: the classes that had a statement to run).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Planned {
-    pub name: String,
-    /// Why it needs a server the gate manages (a restart, a crash, roles that log in, the
-    /// server's install); `None`: a connection is enough.
-    pub needs_managed: Option<&'static str>,
-}
-
-impl Planned {
-    pub fn on_connection(name: impl Into<String>) -> Planned {
-        Planned {
-            name: name.into(),
-            needs_managed: None,
-        }
-    }
-
-    pub fn on_managed(name: impl Into<String>, why: &'static str) -> Planned {
-        Planned {
-            name: name.into(),
-            needs_managed: Some(why),
-        }
-    }
-}
 
 /// One named suite.
 #[derive(Clone, Copy)]

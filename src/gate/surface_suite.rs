@@ -3,8 +3,8 @@
 //! prints the security checks and the statement classes (the data the suite runs).
 
 use super::ctx::Ctx;
+use super::listing::Listing;
 use super::outcome::CheckResult;
-use super::suites::Listing;
 use super::Size;
 use harness::security::surface::{self, Control, Shape, SurfaceOptions, CLASSES, LIMITATIONS};
 use std::fmt::Write;
