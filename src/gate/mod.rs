@@ -303,7 +303,8 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
             results
         }
         (None, Backend::Local) if args.jobs > 1 && args.shard.is_none() => {
-            let selected = select_suites(&args.suites)?;
+            // Unsharded, every major runs the same selected suites.
+            let selected = plan.first().map(|(_, s)| s.clone()).unwrap_or_default();
             let baseline = baseline.as_ref();
             let jobs = args.jobs;
             lanes::run(
