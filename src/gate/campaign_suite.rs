@@ -55,18 +55,18 @@ pub(super) fn checks(listing: &Listing<'_>) -> Vec<Planned> {
     let workload = harness::workload::Workload::shared_owners();
     let seeds = (0..campaigns).map(|k| listing.seed.wrapping_add(k));
     let names = seeds.map(|seed| name(&workload, ops, seed));
-    let names = names.chain([fenced_name(listing.seed)]);
+    let fenced = FencedConfig::short(Target::PgLease, true, listing.seed);
+    let names = names.chain([fenced_name(&fenced)]);
     names.map(Planned::on_connection).collect()
 }
 
 /// The fenced workload records for 4 s and checks its lease calls; this bounds a hang.
 const FENCED_TIMEOUT: Duration = Duration::from_secs(180);
 
-fn fenced_name(seed: u64) -> String {
-    let c = FencedConfig::short(Target::PgLease, true, seed);
+fn fenced_name(c: &FencedConfig) -> String {
     format!(
-        "fenced resource: {} workers x {} resources, guarded, seed {seed}",
-        c.workers, c.resources
+        "fenced resource: {} workers x {} resources, guarded, seed {}",
+        c.workers, c.resources, c.seed
     )
 }
 
@@ -74,9 +74,9 @@ fn fenced_name(seed: u64) -> String {
 /// the lease calls are linearizable.
 async fn fenced(ctx: &Ctx<'_>) -> CheckResult {
     let start = Instant::now();
-    let name = fenced_name(ctx.seed);
-    ctx.say("campaign", &name);
     let config = FencedConfig::short(ctx.target(), true, ctx.seed);
+    let name = fenced_name(&config);
+    ctx.say("campaign", &name);
     let run = async {
         let judgement = match harness::fenced::run(ctx.cluster, &config).await {
             Ok(report) => report.judgement(),
