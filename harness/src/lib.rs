@@ -26,5 +26,5 @@ pub mod recorder;
 pub mod security;
 pub mod session;
 pub mod stepped;
-pub mod timeline;
-pub mod workload;
+/// Pure planning, in its own crate; re-exported under the harness's old paths.
+pub use planning::{timeline, workload};

@@ -22,10 +22,10 @@
 //! never leased (a used stage is reset), so many plans run on one database.
 
 mod monitor;
-pub(crate) mod plan;
-mod races;
+pub(crate) use planning::plan;
+use planning::races;
 pub(crate) mod runner;
-pub(crate) mod stall;
+pub(crate) use planning::stall;
 
 pub use monitor::{Backend, MonitorError, Snapshot, PG_SLEEP};
 pub use plan::{

@@ -9,7 +9,7 @@
 //! lease and a blocking acquire's wait: a build that reads time from the transaction's
 //! start (`now()`) instead of the clock answers from the past.
 
-use super::plan::{stepped_workload, Plan, PlanError, PlanStep};
+use crate::plan::{stepped_workload, Plan, PlanError, PlanStep};
 use crate::workload::{CallKind, EpochChoice, Names, OpChoice, OwnerChoice, Step, Workload};
 use model::{Interval, Isolation};
 
