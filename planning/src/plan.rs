@@ -12,6 +12,10 @@
 //! strategy. [`PlanStrategy`] draws such a seed per case from proptest's own RNG, so every
 //! case a proptest run generates replays with `leasecheck check --mode stepped --seed S`.
 
+pub mod text;
+
+pub use text::PlanTextError;
+
 use crate::workload::{Draw, Names, OpChoice, OpMix, Step, Workload, WorkloadError};
 use model::{Interval, Isolation, Op};
 use proptest::prelude::Rng;

@@ -71,6 +71,20 @@ pub enum Names {
     SharedOwners,
 }
 
+impl Names {
+    /// Every kind of names.
+    pub const ALL: [Names; 3] = [Names::Awkward, Names::CaseTwins, Names::SharedOwners];
+
+    /// The kind's name in a workload's JSON and in a plan's text form.
+    pub fn word(self) -> &'static str {
+        match self {
+            Names::Awkward => "awkward",
+            Names::CaseTwins => "case-twins",
+            Names::SharedOwners => "shared-owners",
+        }
+    }
+}
+
 /// The keys of [`Names::CaseTwins`], in order: each even entry's twin follows it.
 pub fn twin_key_pool() -> Vec<String> {
     [
@@ -334,11 +348,7 @@ impl Workload {
             "rollback_percent": self.rollback_percent,
             "isolations": self.isolations.iter().map(|i| i.sql()).collect::<Vec<_>>(),
             "invalid_percent": self.invalid_percent,
-            "names": match self.names {
-                Names::Awkward => "awkward",
-                Names::CaseTwins => "case-twins",
-                Names::SharedOwners => "shared-owners",
-            },
+            "names": self.names.word(),
         })
     }
 }

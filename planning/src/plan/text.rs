@@ -1,0 +1,802 @@
+//! The text form of a stepped plan: one item a line, as isolationtester's spec files but
+//! one line per step, so a plan can be written by hand, printed from a failing run and read
+//! back ([`Plan::to_text`], [`Plan::from_text`]; the grammar is in specs/HISTORY.md, "Plan
+//! text").
+//!
+//! ```text
+//! # p1 holds the row lock in a transaction while a blocking acquire waits for it
+//! processes 2
+//! keys 1
+//! names shared-owners
+//! p0 acquire k0 as own ttl 5s
+//! p1 begin
+//! p1 renew k0 as own epoch seen ttl 20ms
+//! p0 acquire k0 as stranger ttl 5s wait 250ms
+//! p1 commit
+//! p0 pause 300ms
+//! p0 inspect k0
+//! ```
+//!
+//! The text holds what a stepped run reads and nothing more: the processes, the keys and
+//! the names (the runner reads no other workload field), and of each call the fields its
+//! kind uses ([`Uses`]). So a plan reads back as [`Plan::as_written`] of it: equal except
+//! for what no run reads.
+//!
+//! Reading is strict: what is written is what runs. A COMMIT or ROLLBACK outside a
+//! transaction, a BEGIN inside one and a transaction still open at the end are refused with
+//! their line (where [`Plan::new`] would drop or close them), and so are keys, processes
+//! and owners beyond the header's counts. A text of no steps is a plan of no steps (a drawn
+//! plan can be one: its only step, a stray COMMIT, dropped); running one is the caller's
+//! call (`leasecheck check --plan` refuses it).
+
+use super::{stepped_workload, Origin, Plan, PlanError, PlanStep};
+use crate::workload::{
+    CallKind, EpochChoice, InvalidInput, Names, OpChoice, OwnerChoice, Step, Workload, KEYS,
+    PROCESSES,
+};
+use model::{Interval, Isolation};
+use std::time::Duration;
+
+#[cfg(test)]
+mod tests;
+
+/// A plan's text that cannot be read.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PlanTextError {
+    /// Line `line` (from 1) is wrong; `problem` says how and what to write instead.
+    #[error("line {line}: {problem}")]
+    Line { line: usize, problem: String },
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+}
+
+/// Which of an [`OpChoice`]'s fields a kind of call reads ([`OpChoice::op`]); the others
+/// are neither printed nor read, and read back as own, own, zero and zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Uses {
+    pub owner: bool,
+    pub epoch: bool,
+    pub ttl: bool,
+    pub wait: bool,
+}
+
+impl Uses {
+    pub fn of(call: CallKind) -> Uses {
+        let (owner, epoch, ttl, wait) = match call {
+            CallKind::Acquire => (true, false, true, false),
+            CallKind::AcquireWait => (true, false, true, true),
+            CallKind::Renew => (true, true, true, false),
+            CallKind::Release => (true, true, false, false),
+            CallKind::Inspect => (false, false, false, false),
+        };
+        Uses {
+            owner,
+            epoch,
+            ttl,
+            wait,
+        }
+    }
+
+    /// The words that may follow a call's key, for messages.
+    fn words(self) -> String {
+        let words = [
+            (self.owner, "`as OWNER`"),
+            (self.epoch, "`epoch EPOCH`"),
+            (self.ttl, "`ttl INTERVAL`"),
+            (self.wait, "`wait INTERVAL`"),
+            (true, "`invalid INPUT`"),
+        ];
+        let given: Vec<&str> = words.iter().filter(|(u, _)| *u).map(|(_, w)| *w).collect();
+        given.join(", ")
+    }
+}
+
+impl Plan {
+    /// The plan in its text form (module [`text`](self)); [`Plan::from_text`] reads it back
+    /// as [`Plan::as_written`] of this plan, written by hand.
+    pub fn to_text(&self) -> String {
+        let mut lines = vec![origin_comment(self.origin)];
+        lines.extend(header_lines(&self.workload));
+        lines.extend(self.steps.iter().map(step_text));
+        lines.join("\n") + "\n"
+    }
+
+    /// Reads a plan's text form (module [`text`](self)); the plan is written by hand.
+    pub fn from_text(text: &str) -> Result<Plan, PlanTextError> {
+        let mut reader = Reader::default();
+        for (index, line) in text.lines().enumerate() {
+            let words = words_of(line);
+            if words.is_empty() {
+                continue;
+            }
+            let number = index + 1;
+            reader
+                .line(number, &words)
+                .map_err(|problem| PlanTextError::Line {
+                    line: number,
+                    problem,
+                })?;
+        }
+        reader.finish()
+    }
+
+    /// This plan as its text reads back: the workload's fields that no stepped run reads
+    /// are [`stepped_workload`]'s, and each call's fields its kind does not use ([`Uses`])
+    /// are own owner, own epoch, zero TTL and zero wait. Runs the same calls as this plan.
+    pub fn as_written(&self) -> Plan {
+        Plan {
+            workload: Workload {
+                processes: self.workload.processes,
+                keys: self.workload.keys,
+                names: self.workload.names,
+                ..stepped_workload()
+            },
+            steps: self
+                .steps
+                .iter()
+                .map(|s| PlanStep {
+                    process: s.process,
+                    action: match &s.action {
+                        Step::Call(c) => Step::Call(used_fields(c)),
+                        other => other.clone(),
+                    },
+                })
+                .collect(),
+            origin: self.origin,
+        }
+    }
+}
+
+/// `c` with the fields its kind does not use set to what the text reads back.
+fn used_fields(c: &OpChoice) -> OpChoice {
+    let uses = Uses::of(c.call);
+    OpChoice {
+        owner: if uses.owner {
+            c.owner
+        } else {
+            OwnerChoice::Own
+        },
+        epoch: if uses.epoch {
+            c.epoch
+        } else {
+            EpochChoice::Own
+        },
+        ttl: if uses.ttl { c.ttl } else { Interval::ZERO },
+        wait: if uses.wait { c.wait } else { Interval::ZERO },
+        ..c.clone()
+    }
+}
+
+// ---- printing ----
+
+fn origin_comment(origin: Origin) -> String {
+    match origin {
+        Origin::Seed(s) => format!("# plan of seed {s}"),
+        Origin::Shrunk(s) => format!("# shrunk from seed {s}"),
+        Origin::Written => "# plan written by hand".into(),
+    }
+}
+
+/// The header, with the keys' real names as comments (they are often awkward strings).
+fn header_lines(w: &Workload) -> Vec<String> {
+    let mut lines = vec![
+        format!("processes {}", w.processes),
+        format!("keys {}", w.keys),
+        format!("names {}", w.names.word()),
+    ];
+    for (k, name) in w.key_names().iter().enumerate() {
+        lines.push(format!("# k{k} is {}", shown_name(name)));
+    }
+    lines
+}
+
+/// A name quoted, cut after 24 characters (the longest key has 1024 bytes).
+fn shown_name(name: &str) -> String {
+    let cut: String = name.chars().take(24).collect();
+    if cut.len() == name.len() {
+        format!("{name:?}")
+    } else {
+        format!("{cut:?}... ({} bytes)", name.len())
+    }
+}
+
+fn step_text(s: &PlanStep) -> String {
+    let action = match &s.action {
+        Step::Call(c) => call_text(c),
+        Step::Begin(Isolation::ReadCommitted) => "begin".into(),
+        Step::Begin(level) => format!("begin {}", level.sql()),
+        Step::Commit => "commit".into(),
+        Step::Rollback => "rollback".into(),
+        Step::Pause(idle) => format!("pause {}", duration_text(*idle)),
+    };
+    format!("p{} {action}", s.process)
+}
+
+fn call_text(c: &OpChoice) -> String {
+    let uses = Uses::of(c.call);
+    let verb = match c.call {
+        CallKind::Acquire | CallKind::AcquireWait => "acquire",
+        CallKind::Renew => "renew",
+        CallKind::Release => "release",
+        CallKind::Inspect => "inspect",
+    };
+    let mut words = vec![verb.to_string(), format!("k{}", c.key)];
+    let fields = [
+        (uses.owner, "as", owner_text(c.owner)),
+        (uses.epoch, "epoch", epoch_text(c.epoch)),
+        (uses.ttl, "ttl", interval_text(c.ttl)),
+        (uses.wait, "wait", interval_text(c.wait)),
+    ];
+    for (used, word, value) in fields {
+        if used {
+            words.push(format!("{word} {value}"));
+        }
+    }
+    if let Some(bad) = c.invalid {
+        words.push(format!("invalid {}", invalid_word(bad)));
+    }
+    words.join(" ")
+}
+
+fn owner_text(owner: OwnerChoice) -> String {
+    match owner {
+        OwnerChoice::Own => "own".into(),
+        OwnerChoice::Slot(s) => format!("p{s}"),
+        OwnerChoice::Stranger => "stranger".into(),
+    }
+}
+
+fn epoch_text(epoch: EpochChoice) -> String {
+    match epoch {
+        EpochChoice::Own => "own".into(),
+        EpochChoice::Stale => "stale".into(),
+        EpochChoice::Seen => "seen".into(),
+        EpochChoice::Guess(e) => e.to_string(),
+    }
+}
+
+/// Every invalid input, in the order of their names in messages.
+const INVALID_INPUTS: [InvalidInput; 11] = [
+    InvalidInput::NullKey,
+    InvalidInput::EmptyKey,
+    InvalidInput::KeyTooLong,
+    InvalidInput::HugeKey,
+    InvalidInput::NullOwner,
+    InvalidInput::EmptyOwner,
+    InvalidInput::NullEpoch,
+    InvalidInput::ZeroTtl,
+    InvalidInput::NegativeTtlField,
+    InvalidInput::TtlOverHundredYears,
+    InvalidInput::NegativeWait,
+];
+
+/// The kebab-case name of an invalid input.
+fn invalid_word(bad: InvalidInput) -> &'static str {
+    match bad {
+        InvalidInput::NullKey => "null-key",
+        InvalidInput::EmptyKey => "empty-key",
+        InvalidInput::KeyTooLong => "key-too-long",
+        InvalidInput::HugeKey => "huge-key",
+        InvalidInput::NullOwner => "null-owner",
+        InvalidInput::EmptyOwner => "empty-owner",
+        InvalidInput::NullEpoch => "null-epoch",
+        InvalidInput::ZeroTtl => "zero-ttl",
+        InvalidInput::NegativeTtlField => "negative-ttl-field",
+        InvalidInput::TtlOverHundredYears => "ttl-over-hundred-years",
+        InvalidInput::NegativeWait => "negative-wait",
+    }
+}
+
+const MICRO_UNITS: [(&str, i64); 5] = [
+    ("h", 3_600_000_000),
+    ("min", 60_000_000),
+    ("s", 1_000_000),
+    ("ms", 1_000),
+    ("us", 1),
+];
+
+/// An interval's nonzero fields, each a signed number and a unit (`1mon2d20ms`), the
+/// micros in the largest unit that holds them exactly; `0s` for zero.
+pub fn interval_text(i: Interval) -> String {
+    let mut text = String::new();
+    if i.months != 0 {
+        text += &format!("{}mon", i.months);
+    }
+    if i.days != 0 {
+        text += &format!("{}d", i.days);
+    }
+    if let Some((unit, size)) = MICRO_UNITS.iter().find(|(_, size)| i.micros % size == 0) {
+        if i.micros != 0 {
+            text += &format!("{}{unit}", i.micros / size);
+        }
+    }
+    if text.is_empty() {
+        text = "0s".into();
+    }
+    text
+}
+
+const NANO_UNITS: [(&str, u128); 6] = [
+    ("h", 3_600_000_000_000),
+    ("min", 60_000_000_000),
+    ("s", 1_000_000_000),
+    ("ms", 1_000_000),
+    ("us", 1_000),
+    ("ns", 1),
+];
+
+/// A pause in the largest unit that holds it exactly (`300ms`, `2s`); `0s` for zero.
+pub fn duration_text(d: Duration) -> String {
+    let nanos = d.as_nanos();
+    match NANO_UNITS.iter().find(|(_, size)| nanos % size == 0) {
+        Some((unit, size)) if nanos != 0 => format!("{}{unit}", nanos / size),
+        _ => "0s".into(),
+    }
+}
+
+// ---- reading ----
+
+/// A line's words, its comment (from `#`) cut.
+fn words_of(line: &str) -> Vec<&str> {
+    let text = line.split('#').next().unwrap_or_default();
+    text.split_whitespace().collect()
+}
+
+/// The plan read so far.
+#[derive(Default)]
+struct Reader {
+    processes: Option<(u32, usize)>,
+    keys: Option<(u32, usize)>,
+    names: Option<(Names, usize)>,
+    /// The line of the first step: the header ends there.
+    first_step: Option<usize>,
+    steps: Vec<PlanStep>,
+    /// Per process, the line of the BEGIN of its open transaction.
+    open: Vec<Option<usize>>,
+}
+
+impl Reader {
+    fn line(&mut self, number: usize, words: &[&str]) -> Result<(), String> {
+        match words[0] {
+            "processes" | "keys" | "names" => self.header(number, words),
+            first => match numbered("p", first) {
+                Some(process) => self.step(number, process, &words[1..]),
+                None => Err(format!(
+                    "unknown word `{first}`: a line is a header line (`processes N`, `keys N`, \
+                     `names {}`) or a step of a process (`p0 ...`)",
+                    names_list()
+                )),
+            },
+        }
+    }
+
+    fn header(&mut self, number: usize, words: &[&str]) -> Result<(), String> {
+        let word = words[0];
+        if let Some(first) = self.first_step {
+            return Err(format!(
+                "`{word}` must come before the first step (line {first})"
+            ));
+        }
+        let [_, value] = words else {
+            return Err(format!(
+                "`{word}` takes one value, e.g. `{}`",
+                example(word)
+            ));
+        };
+        match word {
+            "processes" => set_header(
+                &mut self.processes,
+                (count_of(word, value, &PROCESSES)?, number),
+            ),
+            "keys" => set_header(&mut self.keys, (count_of(word, value, &KEYS)?, number)),
+            _ => set_header(&mut self.names, (names_of(value)?, number)),
+        }
+        .map_err(|line| format!("`{word}` was already given on line {line}"))
+    }
+
+    /// The workload the header gives, [`stepped_workload`]'s where it says nothing.
+    fn workload(&self) -> Workload {
+        let default = stepped_workload();
+        Workload {
+            processes: self.processes.map_or(default.processes, |(n, _)| n),
+            keys: self.keys.map_or(default.keys, |(n, _)| n),
+            names: self.names.map_or(default.names, |(n, _)| n),
+            ..default
+        }
+    }
+
+    fn step(&mut self, number: usize, process: u32, words: &[&str]) -> Result<(), String> {
+        let workload = self.workload();
+        if self.first_step.is_none() {
+            self.first_step = Some(number);
+            self.open = vec![None; workload.processes as usize];
+        }
+        if process >= workload.processes {
+            return Err(format!(
+                "process p{process} is out of range: {}",
+                processes_span(workload.processes)
+            ));
+        }
+        let action = action_of(&workload, process, words)?;
+        self.track_transaction(number, process, &action)?;
+        self.steps.push(PlanStep { process, action });
+        Ok(())
+    }
+
+    /// Refuses a transaction begun twice or ended while none is open.
+    fn track_transaction(
+        &mut self,
+        number: usize,
+        process: u32,
+        action: &Step,
+    ) -> Result<(), String> {
+        let Some(open) = self.open.get_mut(process as usize) else {
+            return Ok(());
+        };
+        match (action, *open) {
+            (Step::Begin(_), Some(begun)) => Err(format!(
+                "p{process} already has a transaction open (begun on line {begun}): end it with \
+                 `p{process} commit` or `p{process} rollback` first"
+            )),
+            (Step::Commit | Step::Rollback, None) => Err(format!(
+                "p{process} has no open transaction to end: add `p{process} begin` before this \
+                 line, or remove it"
+            )),
+            (Step::Begin(_), None) => {
+                *open = Some(number);
+                Ok(())
+            }
+            (Step::Commit | Step::Rollback, Some(_)) => {
+                *open = None;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn finish(self) -> Result<Plan, PlanTextError> {
+        let workload = self.workload();
+        if let Some((process, line)) = (0..)
+            .zip(&self.open)
+            .find_map(|(p, begun)| begun.map(|line| (p, line)))
+        {
+            return Err(PlanTextError::Line {
+                line,
+                problem: format!(
+                    "p{process}'s transaction begun here is still open at the end of the plan: \
+                     end it with `p{process} commit` or `p{process} rollback`"
+                ),
+            });
+        }
+        Ok(Plan::new(workload, self.steps)?)
+    }
+}
+
+/// Records a header value; the line it was given on before, if it was.
+fn set_header<T>(slot: &mut Option<(T, usize)>, value: (T, usize)) -> Result<(), usize> {
+    match slot {
+        Some((_, line)) => Err(*line),
+        None => {
+            *slot = Some(value);
+            Ok(())
+        }
+    }
+}
+
+fn example(word: &str) -> String {
+    match word {
+        "processes" => "processes 2".into(),
+        "keys" => "keys 1".into(),
+        _ => format!("names {}", Names::default().word()),
+    }
+}
+
+/// `N` of `PREFIXN` (digits only: `p+1` is no process).
+fn numbered(prefix: &str, word: &str) -> Option<u32> {
+    let digits = word.strip_prefix(prefix)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+fn count_of(word: &str, value: &str, range: &std::ops::RangeInclusive<u32>) -> Result<u32, String> {
+    let bounds = format!("{} to {}", range.start(), range.end());
+    match numbered("", value) {
+        Some(n) if range.contains(&n) => Ok(n),
+        _ => Err(format!("`{word}` must be {bounds}, got `{value}`")),
+    }
+}
+
+fn names_list() -> String {
+    let words: Vec<&str> = Names::ALL.iter().map(|n| n.word()).collect();
+    words.join("|")
+}
+
+fn names_of(value: &str) -> Result<Names, String> {
+    Names::ALL
+        .into_iter()
+        .find(|n| n.word() == value)
+        .ok_or_else(|| format!("unknown names `{value}`: write {}", names_list()))
+}
+
+/// `the plan has 2 processes (p0-p1)`.
+fn processes_span(processes: u32) -> String {
+    format!(
+        "the plan has {processes} processes ({})",
+        span("p", processes)
+    )
+}
+
+/// `p0-p1`, or `p0` for one.
+fn span(prefix: &str, count: u32) -> String {
+    match count {
+        0 | 1 => format!("{prefix}0"),
+        n => format!("{prefix}0-{prefix}{}", n - 1),
+    }
+}
+
+const ACTIONS: &str = "acquire, renew, release, inspect, begin, commit, rollback or pause";
+
+/// The step of process `process` that `words` (after the process) spell.
+fn action_of(w: &Workload, process: u32, words: &[&str]) -> Result<Step, String> {
+    let Some((&verb, rest)) = words.split_first() else {
+        return Err(format!("p{process} needs an action: {ACTIONS}"));
+    };
+    let call = |kind| call_of(w, kind, verb, rest).map(Step::Call);
+    match verb {
+        "acquire" => call(CallKind::Acquire),
+        "renew" => call(CallKind::Renew),
+        "release" => call(CallKind::Release),
+        "inspect" => call(CallKind::Inspect),
+        "begin" => begin_of(rest),
+        "commit" | "rollback" if !rest.is_empty() => {
+            Err(format!("`{verb}` takes nothing after it"))
+        }
+        "commit" => Ok(Step::Commit),
+        "rollback" => Ok(Step::Rollback),
+        "pause" => match rest {
+            [value] => duration_of(value).map(Step::Pause),
+            _ => Err("`pause` takes one duration, e.g. `pause 300ms`".into()),
+        },
+        other => Err(format!("unknown action `{other}`: write {ACTIONS}")),
+    }
+}
+
+fn begin_of(rest: &[&str]) -> Result<Step, String> {
+    if rest.is_empty() {
+        return Ok(Step::Begin(Isolation::ReadCommitted));
+    }
+    Isolation::from_sql(&rest.join(" "))
+        .map(Step::Begin)
+        .ok_or_else(|| {
+            format!(
+                "unknown isolation level `{}`: write `begin`, `begin read committed`, \
+                 `begin repeatable read` or `begin serializable`",
+                rest.join(" ")
+            )
+        })
+}
+
+/// The words after a call's key, as given.
+#[derive(Default)]
+struct CallWords {
+    owner: Option<OwnerChoice>,
+    epoch: Option<EpochChoice>,
+    ttl: Option<Interval>,
+    wait: Option<Interval>,
+    invalid: Option<InvalidInput>,
+}
+
+/// A call `verb` (an `acquire` with a `wait` is a blocking one).
+fn call_of(w: &Workload, kind: CallKind, verb: &str, rest: &[&str]) -> Result<OpChoice, String> {
+    let Some((&key_word, options)) = rest.split_first() else {
+        return Err(format!("`{verb}` needs a key, e.g. `{verb} k0`"));
+    };
+    let key = key_of(w, key_word)?;
+    let (kind, uses) = match kind {
+        CallKind::Acquire => (CallKind::Acquire, Uses::of(CallKind::AcquireWait)),
+        other => (other, Uses::of(other)),
+    };
+    let given = call_words(w, verb, uses, options)?;
+    let kind = match (kind, given.wait) {
+        (CallKind::Acquire, Some(_)) => CallKind::AcquireWait,
+        (kind, _) => kind,
+    };
+    if Uses::of(kind).ttl && given.ttl.is_none() {
+        return Err(format!("`{verb}` needs a ttl, e.g. `{verb} k{key} ttl 5s`"));
+    }
+    Ok(OpChoice {
+        call: kind,
+        key,
+        owner: given.owner.unwrap_or(OwnerChoice::Own),
+        epoch: given.epoch.unwrap_or(EpochChoice::Own),
+        ttl: given.ttl.unwrap_or(Interval::ZERO),
+        wait: given.wait.unwrap_or(Interval::ZERO),
+        invalid: given.invalid,
+    })
+}
+
+fn key_of(w: &Workload, word: &str) -> Result<usize, String> {
+    match numbered("k", word) {
+        Some(k) if k < w.keys => Ok(k as usize),
+        Some(k) => Err(format!(
+            "key k{k} is out of range: the plan has {} keys ({})",
+            w.keys,
+            span("k", w.keys)
+        )),
+        None => Err(format!(
+            "`{word}` is not a key: keys are named {} by their index (set by `keys N`)",
+            span("k", w.keys)
+        )),
+    }
+}
+
+/// Reads the `WORD VALUE` pairs after a call's key.
+fn call_words(w: &Workload, verb: &str, uses: Uses, options: &[&str]) -> Result<CallWords, String> {
+    let mut given = CallWords::default();
+    for pair in options.chunks(2) {
+        let &[word, value] = pair else {
+            return Err(format!("`{}` needs a value after it", pair[0]));
+        };
+        let allowed = match word {
+            "as" => uses.owner,
+            "epoch" => uses.epoch,
+            "ttl" => uses.ttl,
+            "wait" => uses.wait,
+            "invalid" => true,
+            _ => false,
+        };
+        if !allowed {
+            return Err(format!(
+                "`{verb}` takes no `{word}`: after the key it takes {}",
+                uses.words()
+            ));
+        }
+        let twice = match word {
+            "as" => once(&mut given.owner, owner_of(w, value)?),
+            "epoch" => once(&mut given.epoch, epoch_of(value)?),
+            "ttl" => once(&mut given.ttl, interval_of(value)?),
+            "wait" => once(&mut given.wait, interval_of(value)?),
+            _ => once(&mut given.invalid, invalid_of(value)?),
+        };
+        if twice {
+            return Err(format!("`{word}` is given twice"));
+        }
+    }
+    Ok(given)
+}
+
+/// Sets `slot`; true when it was already set.
+fn once<T>(slot: &mut Option<T>, value: T) -> bool {
+    let twice = slot.is_some();
+    *slot = Some(value);
+    twice
+}
+
+fn owner_of(w: &Workload, value: &str) -> Result<OwnerChoice, String> {
+    match (value, numbered("p", value)) {
+        ("own", _) => Ok(OwnerChoice::Own),
+        ("stranger", _) => Ok(OwnerChoice::Stranger),
+        (_, Some(p)) if p < w.processes => Ok(OwnerChoice::Slot(p)),
+        (_, Some(p)) => Err(format!(
+            "owner p{p} is out of range: {}; write `as stranger` for an owner no process acts as",
+            processes_span(w.processes)
+        )),
+        (_, None) => Err(format!(
+            "unknown owner `{value}`: write `as own`, `as stranger` or another process's owner \
+             (`as {}`)",
+            span("p", w.processes)
+        )),
+    }
+}
+
+fn epoch_of(value: &str) -> Result<EpochChoice, String> {
+    match value {
+        "own" => Ok(EpochChoice::Own),
+        "stale" => Ok(EpochChoice::Stale),
+        "seen" => Ok(EpochChoice::Seen),
+        number => number.parse().map(EpochChoice::Guess).map_err(|_| {
+            format!("unknown epoch `{value}`: write own, stale, seen or a number, e.g. `epoch 3`")
+        }),
+    }
+}
+
+fn invalid_of(value: &str) -> Result<InvalidInput, String> {
+    INVALID_INPUTS
+        .into_iter()
+        .find(|bad| invalid_word(*bad) == value)
+        .ok_or_else(|| {
+            let names: Vec<&str> = INVALID_INPUTS.into_iter().map(invalid_word).collect();
+            format!(
+                "unknown invalid input `{value}`: write one of {}",
+                names.join(", ")
+            )
+        })
+}
+
+/// A value's parts, each a number (a sign allowed) and a unit: `1mon-2d` is `1 mon`, `-2 d`.
+fn parts_of(value: &str) -> Option<Vec<(&str, &str)>> {
+    let mut parts = Vec::new();
+    let mut rest = value;
+    while !rest.is_empty() {
+        let sign = usize::from(rest.starts_with('-'));
+        let digits = rest[sign..].bytes().take_while(u8::is_ascii_digit).count();
+        let letters = rest[sign + digits..]
+            .bytes()
+            .take_while(u8::is_ascii_lowercase)
+            .count();
+        if digits == 0 || letters == 0 {
+            return None;
+        }
+        let (number, tail) = rest.split_at(sign + digits);
+        let (unit, tail) = tail.split_at(letters);
+        parts.push((number, unit));
+        rest = tail;
+    }
+    (!parts.is_empty()).then_some(parts)
+}
+
+/// The position of each part's unit in `units`, refusing units out of order or repeated.
+fn ordered<'a>(parts: &[(&'a str, &'a str)], units: &[&str]) -> Option<Vec<(&'a str, usize)>> {
+    let mut last = None;
+    let mut placed = Vec::with_capacity(parts.len());
+    for (number, unit) in parts {
+        let at = units.iter().position(|u| u == unit)?;
+        if last.is_some_and(|l| at <= l) {
+            return None;
+        }
+        last = Some(at);
+        placed.push((*number, at));
+    }
+    Some(placed)
+}
+
+/// An interval written as [`interval_text`] writes one (its units in any combination,
+/// largest first, each once).
+pub fn interval_of(value: &str) -> Result<Interval, String> {
+    interval_parts(value).ok_or_else(|| {
+        format!(
+            "`{value}` is not an interval: write e.g. `20ms`, `5s`, `1500us`, `1mon2d20ms` \
+             (units mon, d, h, min, s, ms, us, largest first)"
+        )
+    })
+}
+
+fn interval_parts(value: &str) -> Option<Interval> {
+    let units = ["mon", "d", "h", "min", "s", "ms", "us"];
+    let mut interval = Interval::ZERO;
+    for (number, at) in ordered(&parts_of(value)?, &units)? {
+        let n: i64 = number.parse().ok()?;
+        match at {
+            0 => interval.months = i32::try_from(n).ok()?,
+            1 => interval.days = i32::try_from(n).ok()?,
+            _ => {
+                let size = MICRO_UNITS[at - 2].1;
+                interval.micros = interval.micros.checked_add(n.checked_mul(size)?)?;
+            }
+        }
+    }
+    Some(interval)
+}
+
+/// A pause written as [`duration_text`] writes one.
+pub fn duration_of(value: &str) -> Result<Duration, String> {
+    duration_parts(value).ok_or_else(|| {
+        format!(
+            "`{value}` is not a duration: write e.g. `300ms`, `2s`, `1min30s` (units h, min, s, \
+             ms, us, ns, largest first; not negative)"
+        )
+    })
+}
+
+fn duration_parts(value: &str) -> Option<Duration> {
+    let units: Vec<&str> = NANO_UNITS.iter().map(|(u, _)| *u).collect();
+    let mut nanos: u128 = 0;
+    for (number, at) in ordered(&parts_of(value)?, &units)? {
+        let n: u128 = number.parse().ok()?;
+        nanos = nanos.checked_add(n.checked_mul(NANO_UNITS[at].1)?)?;
+    }
+    let secs = u64::try_from(nanos / 1_000_000_000).ok()?;
+    Some(Duration::new(secs, (nanos % 1_000_000_000) as u32))
+}
