@@ -528,6 +528,14 @@ fn processes_span(processes: u32) -> String {
     )
 }
 
+/// `1 key`, `2 keys`.
+fn counted(n: u32, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
 /// `p0-p1`, or `p0` for one.
 fn span(prefix: &str, count: u32) -> String {
     match count {
@@ -621,8 +629,8 @@ fn key_of(w: &Workload, word: &str) -> Result<usize, String> {
     match numbered("k", word) {
         Some(k) if k < w.keys => Ok(k as usize),
         Some(k) => Err(format!(
-            "key k{k} is out of range: the plan has {} keys ({})",
-            w.keys,
+            "key k{k} is out of range: the plan has {} ({})",
+            counted(w.keys, "key"),
             span("k", w.keys)
         )),
         None => Err(format!(

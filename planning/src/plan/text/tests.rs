@@ -295,6 +295,10 @@ fn misplaced_or_unknown_lines_name_their_line_and_what_to_write() {
             "line 4: key k5 is out of range: the plan has 2 keys (k0-k1)",
         ),
         (
+            "keys 1\np0 inspect k1\n",
+            "line 2: key k1 is out of range: the plan has 1 key (k0)",
+        ),
+        (
             "keys 1\np0 inspect x\n",
             "line 2: `x` is not a key: keys are named k0 by their index (set by `keys N`)",
         ),
