@@ -1,7 +1,8 @@
 //! `leasecheck check`: a campaign against a throwaway cluster, judged by the model.
 //! Writes `<dir>/<UTC timestamp>/history.jsonl` and `verdict.json` (specs/HISTORY.md), and
-//! `timeline.html` on a finding or with `--timeline`; exits 0 linearizable, 1 violation
-//! (or stall, or malformed answer), 2 unknown or infrastructure failure.
+//! `timeline.html` on a finding or with `--timeline` (stepped mode: `plan.txt` too when the
+//! plan did not pass); exits 0 linearizable, 1 violation (or stall, or malformed answer), 2
+//! unknown or infrastructure failure.
 
 mod stepped;
 mod under_faults;
@@ -58,6 +59,10 @@ pub struct CheckArgs {
     /// [default: 1].
     #[arg(long, value_name = "M")]
     pub plans: Option<u64>,
+    /// Run this written plan instead of drawn ones (stepped mode; the text form of
+    /// specs/HISTORY.md, "Plan text"; a failing run writes its plan so as plan.txt).
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
     /// A step neither answered nor waiting for this long is a hang (stepped mode), e.g. 5s.
     #[arg(long, value_parser = humantime::parse_duration)]
     pub step_timeout: Option<Duration>,
@@ -105,6 +110,10 @@ const DEFAULT_KEYS: u32 = 2;
 impl CheckArgs {
     /// Refuses the options of the other mode.
     fn check_mode_options(&self) -> anyhow::Result<()> {
+        if self.plan.is_some() && self.mode == Mode::Free {
+            bail!("--plan runs a written plan one step at a time: add --mode stepped");
+        }
+        self.check_plan_options()?;
         let (others, mode) = match self.mode {
             Mode::Free => (
                 vec![
@@ -127,6 +136,49 @@ impl CheckArgs {
             bail!("{option} is an option of --mode {mode}");
         }
         Ok(())
+    }
+
+    /// Refuses, beside `--plan`, the options that shape drawn plans: the file says it all.
+    fn check_plan_options(&self) -> anyhow::Result<()> {
+        if self.plan.is_none() {
+            return Ok(());
+        }
+        let drawn = [
+            (
+                "--seed",
+                self.seed.is_some(),
+                "--seed draws a plan, --plan runs the file's: give one of them",
+            ),
+            (
+                "--plans",
+                self.plans.is_some(),
+                "--plans runs drawn plans of seeds S, S+1, ...: leave it out to run the file's plan",
+            ),
+            (
+                "--steps",
+                self.steps.is_some(),
+                "--steps bounds drawn plans: the file's plan runs every step it has",
+            ),
+            (
+                "--processes",
+                self.processes.is_some(),
+                "the file's `processes N` line sets them: leave --processes out",
+            ),
+            (
+                "--keys",
+                self.keys.is_some(),
+                "the file's `keys N` line sets them: leave --keys out",
+            ),
+            (
+                "--isolation",
+                !self.isolations.is_empty(),
+                "the file's `begin` lines name their levels: leave --isolation out",
+            ),
+        ];
+        match drawn.iter().find(|(_, given, _)| *given) {
+            Some((option, _, why)) => bail!("{option} cannot be used with --plan: {why}"),
+            None => Ok(()),
+        }
     }
 
     fn budget(&self) -> Budget {
@@ -269,7 +321,7 @@ fn run_free(args: &CheckArgs, seed: u64, dir: &Path) -> anyhow::Result<i32> {
     println!("{}", report.outcome);
     files.print_timeline(timeline);
     print_figures(&report.figures);
-    files.print_paths(&report, seed);
+    files.print_paths(&report, &format!("seed {seed}"));
     Ok(report.outcome.exit().code())
 }
 
@@ -295,6 +347,7 @@ struct RunFiles {
 const HISTORY: &str = "history.jsonl";
 const VERDICT: &str = "verdict.json";
 const TIMELINE: &str = "timeline.html";
+const PLAN: &str = "plan.txt";
 
 impl RunFiles {
     fn new(dir: &Path) -> RunFiles {
@@ -341,6 +394,16 @@ impl RunFiles {
         std::fs::write(&path, text + "\n").with_context(|| format!("writing {}", path.display()))
     }
 
+    /// Writes a stepped plan's text form (specs/HISTORY.md, "Plan text"); its path.
+    fn write_plan(&self, plan: &harness::stepped::Plan) -> anyhow::Result<PathBuf> {
+        std::fs::create_dir_all(&self.dir)
+            .with_context(|| format!("creating {}", self.dir.display()))?;
+        let path = self.dir.join(PLAN);
+        std::fs::write(&path, plan.to_text())
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(path)
+    }
+
     /// Says where the timeline page is, right under the verdict, when one was written.
     fn print_timeline(&self, timeline: Option<&str>) {
         if let Some(name) = timeline {
@@ -351,8 +414,8 @@ impl RunFiles {
         }
     }
 
-    /// The last line: where everything is.
-    fn print_paths(&self, report: &campaign::Report, seed: u64) {
+    /// The last line: where everything is, and what ran (`seed S`, `plan FILE`).
+    fn print_paths(&self, report: &campaign::Report, what_ran: &str) {
         let shown = |name: &str| {
             let path = self.dir.join(name);
             if path.exists() {
@@ -362,7 +425,7 @@ impl RunFiles {
             }
         };
         println!(
-            "PostgreSQL {}; history {}; verdict {}; timeline {}; seed {seed}",
+            "PostgreSQL {}; history {}; verdict {}; timeline {}; {what_ran}",
             report.postgres,
             shown(HISTORY),
             shown(VERDICT),

@@ -1,6 +1,6 @@
-//! `leasecheck check`: what it refuses before starting anything, and a stepped run's
-//! files (the campaigns and plans themselves are tested in harness/tests/campaign.rs and
-//! harness/tests/stepped.rs).
+//! `leasecheck check`: what it refuses before starting anything, a stepped run's files,
+//! and a written plan (`--plan`) run and written back (the campaigns and plans themselves
+//! are tested in harness/tests/campaign.rs and harness/tests/stepped.rs).
 
 use std::path::Path;
 use std::process::Command;
@@ -102,6 +102,136 @@ fn a_stepped_run_writes_its_history_verdict_and_timeline() {
     assert!(run.join("verdict.json").is_file());
     assert!(!run.join("timeline.html").exists());
     assert!(!out.contains("timeline of this verdict"), "{out}");
+}
+
+/// Two owners on one key: p1's acquire is denied while p0's lease lives (a mutant that
+/// ignores the holder grants it, breaking invariant 1); then a look in a transaction.
+const WRITTEN_PLAN: &str = "\
+# two owners, one key
+processes 2
+keys 1
+p0 acquire k0 as own ttl 5s
+p1 acquire k0 as own ttl 5s
+p1 begin
+p1 inspect k0
+p1 rollback
+p0 release k0 as own epoch own
+";
+
+/// `--plan FILE` runs a written plan: on a mutant it finds the violation (exit 1), writes
+/// the plan's text form as plan.txt beside the verdict and says how to repeat it; that file
+/// runs again on pg_lease and passes (exit 0, no plan.txt: it passed).
+/// Bounded: two throwaway clusters and a plan of 6 steps.
+#[test]
+fn a_written_plan_runs_and_a_failing_one_is_written_back_as_plan_txt() {
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("race.plan");
+    std::fs::write(&file, WRITTEN_PLAN).unwrap();
+    let runs = work.path().join("runs");
+    let (file_arg, runs_arg) = (file.to_str().unwrap(), runs.to_str().unwrap());
+    let mutant = "mutant:acquire_ignores_holder";
+    let args = [
+        "--mode",
+        "stepped",
+        "--plan",
+        file_arg,
+        "--target",
+        mutant,
+        "--history-dir",
+        runs_arg,
+    ];
+    let (code, err, out) = check_out(&args);
+    assert_eq!(code, 1, "{err}\n{out}");
+    let run = run_dir(&runs);
+    let written = run.join("plan.txt");
+    assert!(
+        out.contains(&format!(
+            "repeat this plan with --mode stepped --plan {}",
+            written.display()
+        )),
+        "{out}"
+    );
+    let verdict: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("verdict.json")).unwrap()).unwrap();
+    assert_eq!(verdict["verdict"], "violation");
+    assert_eq!(verdict["plan"]["origin"], "written");
+    assert_eq!(verdict["seed"], serde_json::Value::Null);
+    assert_eq!(verdict["first_seed"], serde_json::Value::Null);
+    assert_eq!(verdict["plan"]["steps"].as_array().map(Vec::len), Some(6));
+    let text = std::fs::read_to_string(&written).unwrap();
+    assert!(
+        text.starts_with("# plan written by hand\nprocesses 2\nkeys 1\n"),
+        "{text}"
+    );
+    assert!(text.contains("\np1 acquire k0 as own ttl 5s\n"), "{text}");
+
+    // Negative control: the written-back plan on pg_lease passes and writes no plan.txt.
+    let again = work.path().join("again");
+    let (written_arg, again_arg) = (written.to_str().unwrap(), again.to_str().unwrap());
+    let args = [
+        "--mode",
+        "stepped",
+        "--plan",
+        written_arg,
+        "--history-dir",
+        again_arg,
+    ];
+    let (code, err, out) = check_out(&args);
+    assert_eq!(code, 0, "{err}\n{out}");
+    let run = run_dir(&again);
+    assert!(run.join("verdict.json").is_file());
+    assert!(!run.join("plan.txt").exists());
+    assert!(
+        out.contains(&format!(
+            "repeat this plan with --mode stepped --plan {}",
+            written.display()
+        )),
+        "{out}"
+    );
+}
+
+/// A malformed plan file, and `--plan` beside options that draw plans, are refused before
+/// anything starts: exit 2 (no verdict), the message naming the line or saying what to do.
+#[test]
+fn a_malformed_plan_file_or_a_plan_with_drawing_options_is_refused() {
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("bad.plan");
+    std::fs::write(&file, "processes 2\nkeys 1\n\np0 acquire k1 ttl 5s\n").unwrap();
+    let path = file.to_str().unwrap();
+    let (code, err) = check(&["--mode", "stepped", "--plan", path]);
+    assert_eq!(code, 2, "{err}");
+    let want = format!("plan file {path}: line 4: key k1 is out of range: the plan has 1 key (k0)");
+    assert!(err.contains(&want), "{err}");
+    std::fs::write(&file, "processes 2\n# no steps\n").unwrap();
+    let (code, err) = check(&["--mode", "stepped", "--plan", path]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("the plan has no steps"), "{err}");
+    let missing = work.path().join("missing.plan");
+    let (code, err) = check(&["--mode", "stepped", "--plan", missing.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("reading the plan file"), "{err}");
+    for (args, want) in [
+        (
+            &["--plan", path][..],
+            "--plan runs a written plan one step at a time: add --mode stepped",
+        ),
+        (
+            &["--mode", "stepped", "--plan", path, "--seed", "3"][..],
+            "--seed cannot be used with --plan: --seed draws a plan, --plan runs the file's",
+        ),
+        (
+            &["--mode", "stepped", "--plan", path, "--plans", "3"][..],
+            "--plans cannot be used with --plan",
+        ),
+        (
+            &["--mode", "stepped", "--plan", path, "--keys", "2"][..],
+            "--keys cannot be used with --plan: the file's `keys N` line sets them",
+        ),
+    ] {
+        let (code, err) = check(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
 }
 
 #[test]

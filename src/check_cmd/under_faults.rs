@@ -128,6 +128,6 @@ fn write_and_print(
     println!("{report}");
     files.print_timeline(timeline);
     print_figures(&report.report.figures);
-    files.print_paths(&report.report, seed);
+    files.print_paths(&report.report, &format!("seed {seed}"));
     Ok(())
 }
