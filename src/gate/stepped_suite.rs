@@ -135,18 +135,23 @@ async fn one_plan(ctx: &Ctx<'_>, stage: &Stage<'_>, name: &str, plan: &Plan) -> 
         Arc::new(campaign::Silent),
     )
     .await;
+    let dir = ctx
+        .out_dir
+        .join(format!("stepped-{}", name.replace(' ', "-")));
     let timeline = (report.run.outcome.exit() == model::Exit::Finding)
         .then(|| report.timeline(&format!("stepped {name}")))
         .flatten()
-        .and_then(|page| {
-            let path = ctx
-                .out_dir
-                .join(format!("stepped-{}/timeline.html", name.replace(' ', "-")));
-            write_page(&path, &page)
-        });
+        .and_then(|page| write_page(&dir.join("timeline.html"), &page));
     let mut result = judged(name, &report.run.outcome, timeline, ctx, start);
     if result.status != super::outcome::Status::Passed {
-        result.message = format!("{plan}\n{}", result.message);
+        // The plan's text form, for `leasecheck check --mode stepped --plan`.
+        let repeat = write_page(&dir.join("plan.txt"), &plan.to_text()).map(|path| {
+            format!(
+                "repeat this plan with leasecheck check --mode stepped --plan {}\n",
+                path.display()
+            )
+        });
+        result.message = format!("{plan}{}\n{}", repeat.unwrap_or_default(), result.message);
     }
     result
 }
