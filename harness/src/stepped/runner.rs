@@ -26,7 +26,7 @@ use super::plan::{call_sql, describe, Plan};
 use super::stall::{Sighting, StepFacts};
 use crate::progress::Progress;
 use crate::recorder::{Begun, Recorder, RecorderError, Session};
-use crate::workload::{owner_name, Memory, Step};
+use crate::workload::{Memory, Step};
 use model::{Isolation, Op, OpId, OpRecord, OpResult, Outcome, TxnEnd};
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -610,7 +610,8 @@ impl<'a> Runner<'a> {
         let log = &mut self.logs[done.step];
         log.answer = Some(match answer {
             Answer::Op(record) => {
-                s.memory.learn(&record, &owner_name(done.slot as u32));
+                s.memory
+                    .learn(&record, &self.plan.workload.owner(done.slot as u32));
                 log.op = Some(record.id);
                 self.answered_ops += 1;
                 self.progress.recorded(self.answered_ops);
