@@ -72,6 +72,12 @@ async fn passes(fault: Fault, major: u32) {
     }
 }
 
+/// How often a control that runs on its own may run before it must have failed: its
+/// failure depends on races falling within the fault's window (the server-pause control
+/// once came out linearizable in CI: 2 pauses, 6 calls across them, no violation), so it
+/// must fail by the failure it names in one of two runs. Each run is printed.
+const CONTROL_RUNS: usize = 2;
+
 /// A control that runs on its own (a broken build, or the fault made to miss); a doctored
 /// one is judged in its check's test.
 async fn control_is_caught(fault: Fault, major: u32) {
@@ -85,18 +91,27 @@ async fn control_is_caught(fault: Fault, major: u32) {
     let Some(install) = install(major) else {
         return;
     };
-    let result = checks::run(fault, &install, &builds::under_test(), Some(c.breakage)).await;
-    say(format!(
-        "control of {fault} ({:?}): {}",
-        c.breakage,
-        summary(fault, &result)
-    ));
-    assert!(
-        caught(c.expects, &result),
-        "the control of {fault} ({:?}) must fail with {:?}, got: {}",
+    let mut missed = Vec::new();
+    for run in 1..=CONTROL_RUNS {
+        let result = checks::run(fault, &install, &builds::under_test(), Some(c.breakage)).await;
+        let said = summary(fault, &result);
+        say(format!(
+            "control of {fault} ({:?}), run {run}: {said}",
+            c.breakage
+        ));
+        if caught(c.expects, &result) {
+            if run > 1 {
+                eprintln!("control of {fault}: caught on run {run}; missed before: {missed:?}");
+            }
+            return;
+        }
+        missed.push(said);
+    }
+    panic!(
+        "the control of {fault} ({:?}) must fail with {:?} in one of {CONTROL_RUNS} runs, got: {}",
         c.breakage,
         c.expects,
-        summary(fault, &result)
+        missed.join("\n  then: ")
     );
 }
 
