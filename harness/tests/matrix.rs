@@ -197,7 +197,8 @@ async fn every_session_setting_passes_and_0_1_0_fails_the_settings_it_gets_wrong
     let elapsed = started.elapsed();
     println!("the matrix took {elapsed:.1?}");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-    // A hang guard, not a performance claim: about 1.5 minutes per major here; 4 minutes
-    // leaves room for a loaded machine.
-    assert!(elapsed < Duration::from_secs(240), "took {elapsed:?}");
+    // A hang guard, not a performance claim: about 1.5 minutes per major on a quiet
+    // machine, 4.6 minutes with two cargo builds beside it; 10 minutes leaves room for a
+    // loaded machine and still ends a hang well before CI's own limit.
+    assert!(elapsed < Duration::from_secs(600), "took {elapsed:?}");
 }
