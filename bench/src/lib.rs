@@ -31,14 +31,15 @@ pub use run::{run, Config};
 use error::Result;
 use std::path::{Path, PathBuf};
 
-/// The gate's bench ([`Config::gate`]) of `extension` on one major, no progress shown,
-/// nothing written.
+/// The gate's bench ([`Config::gate`]) of `extension` on one major, `repeats` per point,
+/// no progress shown, nothing written.
 pub fn gate_suite(
     major: u32,
     extension: harness::extension::ExtensionFiles,
+    repeats: u32,
 ) -> Result<BenchResult> {
     run(
-        &Config::gate(major, extension),
+        &Config::gate(major, extension, repeats),
         &indicatif::ProgressBar::hidden(),
     )
 }

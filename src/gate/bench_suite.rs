@@ -22,6 +22,17 @@ const COMPARED: &str = "no regression against the baseline";
 /// The pg_lease workloads whose figures the suite requires.
 const MEASURED: [&str; 2] = [W1_CYCLE, W2_CONTEND];
 
+/// Repeats per point: 3 where the figures are compared or kept as a baseline (a full gate,
+/// or `--bench-baseline`: the threshold was measured on 3 repeats), 1 in a quick gate
+/// that only shows every op measured (24 s less per major).
+fn repeats(ctx: &Ctx<'_>) -> u32 {
+    if ctx.size == super::Size::Full || ctx.bench_baseline.is_some() {
+        3
+    } else {
+        1
+    }
+}
+
 /// A check per required workload, and the comparison with a baseline when there is one.
 pub(super) fn checks(listing: &Listing<'_>) -> Vec<Planned> {
     let why = "the bench measures a throwaway cluster it starts with fsync and \
@@ -42,10 +53,11 @@ fn measured_name(workload: &str) -> String {
 
 pub async fn bench(ctx: &Ctx<'_>) -> SuiteResult {
     let start = Instant::now();
-    ctx.say(
-        "bench",
-        "W1-cycle, W2-contend and floor-update at 1 and 4 clients",
+    let what = format!(
+        "W1-cycle, W2-contend and floor-update at 1 and 4 clients, {} repeat(s)",
+        repeats(ctx)
     );
+    ctx.say("bench", &what);
     let result = match measured(ctx).await {
         Ok(result) => result,
         // A call the target answered with an error from inside its code: the build's
@@ -84,9 +96,10 @@ pub async fn bench(ctx: &Ctx<'_>) -> SuiteResult {
 async fn measured(ctx: &Ctx<'_>) -> Result<BenchResult, String> {
     let major = ctx.cluster.version().major;
     let files = ctx.build.files.clone();
+    let repeats = repeats(ctx);
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::spawn(move || {
-        let _ = tx.send(bench::gate_suite(major, files));
+        let _ = tx.send(bench::gate_suite(major, files, repeats));
     });
     match tokio::time::timeout(BENCH_TIMEOUT, rx).await {
         Ok(Ok(Ok(result))) => Ok(result),
