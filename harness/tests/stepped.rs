@@ -141,22 +141,20 @@ fn run(
 
 /// A call of process `process` on the plan's first key, as its own owner with its own epoch.
 fn call(process: u32, call: CallKind, ttl: Interval, wait: Interval) -> PlanStep {
-    PlanStep {
-        process,
-        action: Step::Call(OpChoice {
-            call,
-            key: 0,
-            owner: OwnerChoice::Own,
-            epoch: EpochChoice::Own,
-            ttl,
-            wait,
-            invalid: None,
-        }),
-    }
+    let choice = OpChoice {
+        call,
+        key: 0,
+        owner: OwnerChoice::Own,
+        epoch: EpochChoice::Own,
+        ttl,
+        wait,
+        invalid: None,
+    };
+    PlanStep::new(process, Step::Call(choice))
 }
 
 fn step(process: u32, action: Step) -> PlanStep {
-    PlanStep { process, action }
+    PlanStep::new(process, action)
 }
 
 /// A hand-written plan of `processes` processes on one key.

@@ -12,8 +12,10 @@
 //! strategy. [`PlanStrategy`] draws such a seed per case from proptest's own RNG, so every
 //! case a proptest run generates replays with `leasecheck check --mode stepped --seed S`.
 
+pub mod expect;
 pub mod text;
 
+pub use expect::Expect;
 pub use text::PlanTextError;
 
 use crate::workload::{Draw, Names, OpChoice, OpMix, Step, Workload, WorkloadError};
@@ -32,11 +34,24 @@ pub const KEYS: RangeInclusive<u32> = 1..=4;
 /// The default longest generated plan, in steps.
 pub const MAX_STEPS: usize = 32;
 
-/// One step of a plan: process slot `process` runs `action`.
+/// One step of a plan: process slot `process` runs `action`, a call of which must answer
+/// `expect` when one is given ([`expect`]; a drawn plan gives none).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlanStep {
     pub process: u32,
     pub action: Step,
+    pub expect: Option<Expect>,
+}
+
+impl PlanStep {
+    /// A step without an expectation.
+    pub fn new(process: u32, action: Step) -> PlanStep {
+        PlanStep {
+            process,
+            action,
+            expect: None,
+        }
+    }
 }
 
 /// Where a plan came from.
@@ -83,6 +98,13 @@ pub enum PlanError {
     },
     #[error("proptest could not generate a plan: {0}")]
     Generate(String),
+    /// An expectation on a step that is no call, or that its call never answers.
+    #[error("step {step} expects `{expect}`, which {why}")]
+    Expect {
+        step: usize,
+        expect: String,
+        why: String,
+    },
 }
 
 /// How plans are generated.
@@ -314,6 +336,9 @@ impl Plan {
                 processes: workload.processes,
             });
         }
+        if let Some(e) = steps.iter().enumerate().find_map(|(i, s)| misplaced(i, s)) {
+            return Err(e);
+        }
         Ok(Plan {
             steps: close_transactions(workload.processes, steps),
             workload,
@@ -330,9 +355,11 @@ impl Plan {
         let steps = raw
             .steps
             .into_iter()
-            .map(|(process, action)| PlanStep {
-                process: process % raw.processes.max(1),
-                action: step_of(config, &workload, action),
+            .map(|(process, action)| {
+                PlanStep::new(
+                    process % raw.processes.max(1),
+                    step_of(config, &workload, action),
+                )
             })
             .collect();
         Plan {
@@ -347,13 +374,20 @@ impl Plan {
         self.origin.seed()
     }
 
-    /// The steps, one per line, numbered from 0.
+    /// The steps, one per line, numbered from 0 (with the answer a step expects).
     pub fn lines(&self) -> Vec<String> {
         let keys = self.workload.key_names();
         self.steps
             .iter()
             .enumerate()
-            .map(|(i, s)| format!("{i}: p{} {}", s.process, describe(&s.action, &keys)))
+            .map(|(i, s)| {
+                let expect = s
+                    .expect
+                    .as_ref()
+                    .map(|e| format!(" (expect {})", e.text()))
+                    .unwrap_or_default();
+                format!("{i}: p{} {}{expect}", s.process, describe(&s.action, &keys))
+            })
             .collect()
     }
 
@@ -368,6 +402,21 @@ impl Plan {
             "steps": self.lines(),
         })
     }
+}
+
+/// The error of step `i` when it expects an answer its action never gives.
+fn misplaced(i: usize, s: &PlanStep) -> Option<PlanError> {
+    let expect = s.expect.as_ref()?;
+    let why = match &s.action {
+        Step::Call(c) if expect.fits(c.call) => return None,
+        Step::Call(c) => format!("its call never answers ({:?})", c.call),
+        _ => "a step that is no call never answers".to_string(),
+    };
+    Some(PlanError::Expect {
+        step: i,
+        expect: expect.text(),
+        why,
+    })
 }
 
 /// The step `action` draws in `workload`.
@@ -415,10 +464,7 @@ fn close_transactions(processes: u32, steps: Vec<PlanStep>) -> Vec<PlanStep> {
         kept.push(s);
     }
     for (process, _) in open.iter().enumerate().filter(|(_, o)| **o) {
-        kept.push(PlanStep {
-            process: process as u32,
-            action: Step::Commit,
-        });
+        kept.push(PlanStep::new(process as u32, Step::Commit));
     }
     kept
 }
@@ -709,17 +755,11 @@ mod tests {
             keys: 1,
             ..stepped_workload()
         };
-        let begin = PlanStep {
-            process: 1,
-            action: Step::Begin(Isolation::ReadCommitted),
-        };
+        let begin = PlanStep::new(1, Step::Begin(Isolation::ReadCommitted));
         let plan = Plan::new(w.clone(), vec![begin.clone()]).unwrap();
         assert_eq!(plan.steps.len(), 2);
         assert!(plan.steps[1].action == Step::Commit && plan.steps[1].process == 1);
-        let stray = PlanStep {
-            process: 2,
-            action: Step::Commit,
-        };
+        let stray = PlanStep::new(2, Step::Commit);
         assert_eq!(
             Plan::new(w, vec![begin, stray]),
             Err(PlanError::Process {

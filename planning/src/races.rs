@@ -255,7 +255,7 @@ fn steps(holder: Holder, (process, call): (u32, CallKind), end: Step) -> Vec<Pla
 }
 
 fn step(process: u32, action: Step) -> PlanStep {
-    PlanStep { process, action }
+    PlanStep::new(process, action)
 }
 
 /// A call on the plan's key as the process's owner, with the latest epoch it saw.

@@ -17,6 +17,9 @@
 //! p0 inspect k0
 //! ```
 //!
+//! A call line may end with the answer it expects (`p0 renew k0 ttl 1min expect lapsed`;
+//! the vocabulary is in [`super::expect`]).
+//!
 //! The text holds what a stepped run reads and nothing more: the processes, the keys and
 //! the names (the runner reads no other workload field), and of each call the fields its
 //! kind uses ([`Uses`]). So a plan reads back as [`Plan::as_written`] of it: equal except
@@ -29,16 +32,22 @@
 //! plan can be one: its only step, a stray COMMIT, dropped); running one is the caller's
 //! call (`leasecheck check --plan` refuses it).
 
-use super::{stepped_workload, Origin, Plan, PlanError, PlanStep};
+use super::expect::{split_expect, Expect};
+use super::{stepped_workload, Plan, PlanError, PlanStep};
 use crate::workload::{
     CallKind, EpochChoice, InvalidInput, Names, OpChoice, OwnerChoice, Step, Workload, KEYS,
     PROCESSES,
 };
 use model::{Interval, Isolation};
-use std::time::Duration;
 
+mod print;
 #[cfg(test)]
 mod tests;
+mod units;
+
+pub use print::step_text;
+use print::{header_lines, invalid_word, origin_comment, INVALID_INPUTS};
+pub use units::{duration_of, duration_text, interval_of, interval_text};
 
 /// A plan's text that cannot be read.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -85,6 +94,7 @@ impl Uses {
             (self.ttl, "`ttl INTERVAL`"),
             (self.wait, "`wait INTERVAL`"),
             (true, "`invalid INPUT`"),
+            (true, "`expect ANSWER`"),
         ];
         let given: Vec<&str> = words.iter().filter(|(u, _)| *u).map(|(_, w)| *w).collect();
         given.join(", ")
@@ -140,6 +150,7 @@ impl Plan {
                         Step::Call(c) => Step::Call(used_fields(c)),
                         other => other.clone(),
                     },
+                    expect: s.expect.clone(),
                 })
                 .collect(),
             origin: self.origin,
@@ -164,173 +175,6 @@ fn used_fields(c: &OpChoice) -> OpChoice {
         ttl: if uses.ttl { c.ttl } else { Interval::ZERO },
         wait: if uses.wait { c.wait } else { Interval::ZERO },
         ..c.clone()
-    }
-}
-
-// ---- printing ----
-
-fn origin_comment(origin: Origin) -> String {
-    match origin {
-        Origin::Seed(s) => format!("# plan of seed {s}"),
-        Origin::Shrunk(s) => format!("# shrunk from seed {s}"),
-        Origin::Written => "# plan written by hand".into(),
-    }
-}
-
-/// The header, with the keys' real names as comments (they are often awkward strings).
-fn header_lines(w: &Workload) -> Vec<String> {
-    let mut lines = vec![
-        format!("processes {}", w.processes),
-        format!("keys {}", w.keys),
-        format!("names {}", w.names.word()),
-    ];
-    for (k, name) in w.key_names().iter().enumerate() {
-        lines.push(format!("# k{k} is {}", shown_name(name)));
-    }
-    lines
-}
-
-/// A name quoted, cut after 24 characters (the longest key has 1024 bytes).
-fn shown_name(name: &str) -> String {
-    let cut: String = name.chars().take(24).collect();
-    if cut.len() == name.len() {
-        format!("{name:?}")
-    } else {
-        format!("{cut:?}... ({} bytes)", name.len())
-    }
-}
-
-fn step_text(s: &PlanStep) -> String {
-    let action = match &s.action {
-        Step::Call(c) => call_text(c),
-        Step::Begin(Isolation::ReadCommitted) => "begin".into(),
-        Step::Begin(level) => format!("begin {}", level.sql()),
-        Step::Commit => "commit".into(),
-        Step::Rollback => "rollback".into(),
-        Step::Pause(idle) => format!("pause {}", duration_text(*idle)),
-    };
-    format!("p{} {action}", s.process)
-}
-
-fn call_text(c: &OpChoice) -> String {
-    let uses = Uses::of(c.call);
-    let verb = match c.call {
-        CallKind::Acquire | CallKind::AcquireWait => "acquire",
-        CallKind::Renew => "renew",
-        CallKind::Release => "release",
-        CallKind::Inspect => "inspect",
-    };
-    let mut words = vec![verb.to_string(), format!("k{}", c.key)];
-    let fields = [
-        (uses.owner, "as", owner_text(c.owner)),
-        (uses.epoch, "epoch", epoch_text(c.epoch)),
-        (uses.ttl, "ttl", interval_text(c.ttl)),
-        (uses.wait, "wait", interval_text(c.wait)),
-    ];
-    for (used, word, value) in fields {
-        if used {
-            words.push(format!("{word} {value}"));
-        }
-    }
-    if let Some(bad) = c.invalid {
-        words.push(format!("invalid {}", invalid_word(bad)));
-    }
-    words.join(" ")
-}
-
-fn owner_text(owner: OwnerChoice) -> String {
-    match owner {
-        OwnerChoice::Own => "own".into(),
-        OwnerChoice::Slot(s) => format!("p{s}"),
-        OwnerChoice::Stranger => "stranger".into(),
-    }
-}
-
-fn epoch_text(epoch: EpochChoice) -> String {
-    match epoch {
-        EpochChoice::Own => "own".into(),
-        EpochChoice::Stale => "stale".into(),
-        EpochChoice::Seen => "seen".into(),
-        EpochChoice::Guess(e) => e.to_string(),
-    }
-}
-
-/// Every invalid input, in the order of their names in messages.
-const INVALID_INPUTS: [InvalidInput; 11] = [
-    InvalidInput::NullKey,
-    InvalidInput::EmptyKey,
-    InvalidInput::KeyTooLong,
-    InvalidInput::HugeKey,
-    InvalidInput::NullOwner,
-    InvalidInput::EmptyOwner,
-    InvalidInput::NullEpoch,
-    InvalidInput::ZeroTtl,
-    InvalidInput::NegativeTtlField,
-    InvalidInput::TtlOverHundredYears,
-    InvalidInput::NegativeWait,
-];
-
-/// The kebab-case name of an invalid input.
-fn invalid_word(bad: InvalidInput) -> &'static str {
-    match bad {
-        InvalidInput::NullKey => "null-key",
-        InvalidInput::EmptyKey => "empty-key",
-        InvalidInput::KeyTooLong => "key-too-long",
-        InvalidInput::HugeKey => "huge-key",
-        InvalidInput::NullOwner => "null-owner",
-        InvalidInput::EmptyOwner => "empty-owner",
-        InvalidInput::NullEpoch => "null-epoch",
-        InvalidInput::ZeroTtl => "zero-ttl",
-        InvalidInput::NegativeTtlField => "negative-ttl-field",
-        InvalidInput::TtlOverHundredYears => "ttl-over-hundred-years",
-        InvalidInput::NegativeWait => "negative-wait",
-    }
-}
-
-const MICRO_UNITS: [(&str, i64); 5] = [
-    ("h", 3_600_000_000),
-    ("min", 60_000_000),
-    ("s", 1_000_000),
-    ("ms", 1_000),
-    ("us", 1),
-];
-
-/// An interval's nonzero fields, each a signed number and a unit (`1mon2d20ms`), the
-/// micros in the largest unit that holds them exactly; `0s` for zero.
-pub fn interval_text(i: Interval) -> String {
-    let mut text = String::new();
-    if i.months != 0 {
-        text += &format!("{}mon", i.months);
-    }
-    if i.days != 0 {
-        text += &format!("{}d", i.days);
-    }
-    if let Some((unit, size)) = MICRO_UNITS.iter().find(|(_, size)| i.micros % size == 0) {
-        if i.micros != 0 {
-            text += &format!("{}{unit}", i.micros / size);
-        }
-    }
-    if text.is_empty() {
-        text = "0s".into();
-    }
-    text
-}
-
-const NANO_UNITS: [(&str, u128); 6] = [
-    ("h", 3_600_000_000_000),
-    ("min", 60_000_000_000),
-    ("s", 1_000_000_000),
-    ("ms", 1_000_000),
-    ("us", 1_000),
-    ("ns", 1),
-];
-
-/// A pause in the largest unit that holds it exactly (`300ms`, `2s`); `0s` for zero.
-pub fn duration_text(d: Duration) -> String {
-    let nanos = d.as_nanos();
-    match NANO_UNITS.iter().find(|(_, size)| nanos % size == 0) {
-        Some((unit, size)) if nanos != 0 => format!("{}{unit}", nanos / size),
-        _ => "0s".into(),
     }
 }
 
@@ -417,9 +261,13 @@ impl Reader {
                 processes_span(workload.processes)
             ));
         }
-        let action = action_of(&workload, process, words)?;
+        let (action, expect) = action_of(&workload, process, words)?;
         self.track_transaction(number, process, &action)?;
-        self.steps.push(PlanStep { process, action });
+        self.steps.push(PlanStep {
+            process,
+            action,
+            expect,
+        });
         Ok(())
     }
 
@@ -546,25 +394,37 @@ fn span(prefix: &str, count: u32) -> String {
 
 const ACTIONS: &str = "acquire, renew, release, inspect, begin, commit, rollback or pause";
 
-/// The step of process `process` that `words` (after the process) spell.
-fn action_of(w: &Workload, process: u32, words: &[&str]) -> Result<Step, String> {
+/// The step of process `process` that `words` (after the process) spell, and the answer
+/// it expects.
+fn action_of(w: &Workload, process: u32, words: &[&str]) -> Result<(Step, Option<Expect>), String> {
     let Some((&verb, rest)) = words.split_first() else {
         return Err(format!("p{process} needs an action: {ACTIONS}"));
     };
-    let call = |kind| call_of(w, kind, verb, rest).map(Step::Call);
+    let call = |kind| call_of(w, kind, verb, rest).map(|(c, e)| (Step::Call(c), e));
+    match verb {
+        "acquire" | "renew" | "release" | "inspect" => {}
+        _ if rest.contains(&"expect") => {
+            return Err(format!(
+                "`{verb}` takes no `expect`: only a call (acquire, renew, release, inspect) \
+                 expects an answer"
+            ))
+        }
+        _ => {}
+    }
+    let step = |s: Result<Step, String>| s.map(|s| (s, None));
     match verb {
         "acquire" => call(CallKind::Acquire),
         "renew" => call(CallKind::Renew),
         "release" => call(CallKind::Release),
         "inspect" => call(CallKind::Inspect),
-        "begin" => begin_of(rest),
+        "begin" => step(begin_of(rest)),
         "commit" | "rollback" if !rest.is_empty() => {
             Err(format!("`{verb}` takes nothing after it"))
         }
-        "commit" => Ok(Step::Commit),
-        "rollback" => Ok(Step::Rollback),
+        "commit" => Ok((Step::Commit, None)),
+        "rollback" => Ok((Step::Rollback, None)),
         "pause" => match rest {
-            [value] => duration_of(value).map(Step::Pause),
+            [value] => step(duration_of(value).map(Step::Pause)),
             _ => Err("`pause` takes one duration, e.g. `pause 300ms`".into()),
         },
         other => Err(format!("unknown action `{other}`: write {ACTIONS}")),
@@ -596,12 +456,18 @@ struct CallWords {
     invalid: Option<InvalidInput>,
 }
 
-/// A call `verb` (an `acquire` with a `wait` is a blocking one).
-fn call_of(w: &Workload, kind: CallKind, verb: &str, rest: &[&str]) -> Result<OpChoice, String> {
+/// A call `verb` (an `acquire` with a `wait` is a blocking one), and the answer it expects.
+fn call_of(
+    w: &Workload,
+    kind: CallKind,
+    verb: &str,
+    rest: &[&str],
+) -> Result<(OpChoice, Option<Expect>), String> {
     let Some((&key_word, options)) = rest.split_first() else {
         return Err(format!("`{verb}` needs a key, e.g. `{verb} k0`"));
     };
     let key = key_of(w, key_word)?;
+    let (options, expect) = split_expect(options);
     let (kind, uses) = match kind {
         CallKind::Acquire => (CallKind::Acquire, Uses::of(CallKind::AcquireWait)),
         other => (other, Uses::of(other)),
@@ -614,7 +480,11 @@ fn call_of(w: &Workload, kind: CallKind, verb: &str, rest: &[&str]) -> Result<Op
     if Uses::of(kind).ttl && given.ttl.is_none() {
         return Err(format!("`{verb}` needs a ttl, e.g. `{verb} k{key} ttl 5s`"));
     }
-    Ok(OpChoice {
+    let expect = match expect {
+        Some(words) => Some(Expect::of_words(kind, verb, words)?),
+        None => None,
+    };
+    let call = OpChoice {
         call: kind,
         key,
         owner: given.owner.unwrap_or(OwnerChoice::Own),
@@ -622,7 +492,8 @@ fn call_of(w: &Workload, kind: CallKind, verb: &str, rest: &[&str]) -> Result<Op
         ttl: given.ttl.unwrap_or(Interval::ZERO),
         wait: given.wait.unwrap_or(Interval::ZERO),
         invalid: given.invalid,
-    })
+    };
+    Ok((call, expect))
 }
 
 fn key_of(w: &Workload, word: &str) -> Result<usize, String> {
@@ -721,90 +592,4 @@ fn invalid_of(value: &str) -> Result<InvalidInput, String> {
                 names.join(", ")
             )
         })
-}
-
-/// A value's parts, each a number (a sign allowed) and a unit: `1mon-2d` is `1 mon`, `-2 d`.
-fn parts_of(value: &str) -> Option<Vec<(&str, &str)>> {
-    let mut parts = Vec::new();
-    let mut rest = value;
-    while !rest.is_empty() {
-        let sign = usize::from(rest.starts_with('-'));
-        let digits = rest[sign..].bytes().take_while(u8::is_ascii_digit).count();
-        let letters = rest[sign + digits..]
-            .bytes()
-            .take_while(u8::is_ascii_lowercase)
-            .count();
-        if digits == 0 || letters == 0 {
-            return None;
-        }
-        let (number, tail) = rest.split_at(sign + digits);
-        let (unit, tail) = tail.split_at(letters);
-        parts.push((number, unit));
-        rest = tail;
-    }
-    (!parts.is_empty()).then_some(parts)
-}
-
-/// The position of each part's unit in `units`, refusing units out of order or repeated.
-fn ordered<'a>(parts: &[(&'a str, &'a str)], units: &[&str]) -> Option<Vec<(&'a str, usize)>> {
-    let mut last = None;
-    let mut placed = Vec::with_capacity(parts.len());
-    for (number, unit) in parts {
-        let at = units.iter().position(|u| u == unit)?;
-        if last.is_some_and(|l| at <= l) {
-            return None;
-        }
-        last = Some(at);
-        placed.push((*number, at));
-    }
-    Some(placed)
-}
-
-/// An interval written as [`interval_text`] writes one (its units in any combination,
-/// largest first, each once).
-pub fn interval_of(value: &str) -> Result<Interval, String> {
-    interval_parts(value).ok_or_else(|| {
-        format!(
-            "`{value}` is not an interval: write e.g. `20ms`, `5s`, `1500us`, `1mon2d20ms` \
-             (units mon, d, h, min, s, ms, us, largest first)"
-        )
-    })
-}
-
-fn interval_parts(value: &str) -> Option<Interval> {
-    let units = ["mon", "d", "h", "min", "s", "ms", "us"];
-    let mut interval = Interval::ZERO;
-    for (number, at) in ordered(&parts_of(value)?, &units)? {
-        let n: i64 = number.parse().ok()?;
-        match at {
-            0 => interval.months = i32::try_from(n).ok()?,
-            1 => interval.days = i32::try_from(n).ok()?,
-            _ => {
-                let size = MICRO_UNITS[at - 2].1;
-                interval.micros = interval.micros.checked_add(n.checked_mul(size)?)?;
-            }
-        }
-    }
-    Some(interval)
-}
-
-/// A pause written as [`duration_text`] writes one.
-pub fn duration_of(value: &str) -> Result<Duration, String> {
-    duration_parts(value).ok_or_else(|| {
-        format!(
-            "`{value}` is not a duration: write e.g. `300ms`, `2s`, `1min30s` (units h, min, s, \
-             ms, us, ns, largest first; not negative)"
-        )
-    })
-}
-
-fn duration_parts(value: &str) -> Option<Duration> {
-    let units: Vec<&str> = NANO_UNITS.iter().map(|(u, _)| *u).collect();
-    let mut nanos: u128 = 0;
-    for (number, at) in ordered(&parts_of(value)?, &units)? {
-        let n: u128 = number.parse().ok()?;
-        nanos = nanos.checked_add(n.checked_mul(NANO_UNITS[at].1)?)?;
-    }
-    let secs = u64::try_from(nanos / 1_000_000_000).ok()?;
-    Some(Duration::new(secs, (nanos % 1_000_000_000) as u32))
 }

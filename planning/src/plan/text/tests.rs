@@ -1,10 +1,11 @@
 use super::*;
-use crate::plan::{PlanConfig, PlanStrategy};
+use crate::plan::{Origin, PlanConfig, PlanStrategy};
 use crate::races::race_plans;
 use crate::workload::{step_strategy, Memory};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
+use std::time::Duration;
 
 /// `plan` printed and read back: [`Plan::as_written`] of it, written by hand, making the
 /// same calls.
@@ -351,11 +352,12 @@ fn bad_calls_name_their_line_and_what_to_write() {
         (
             "p0 release k0 ttl 5s",
             "line 3: `release` takes no `ttl`: after the key it takes `as OWNER`, \
-             `epoch EPOCH`, `invalid INPUT`",
+             `epoch EPOCH`, `invalid INPUT`, `expect ANSWER`",
         ),
         (
             "p0 inspect k0 as own",
-            "line 3: `inspect` takes no `as`: after the key it takes `invalid INPUT`",
+            "line 3: `inspect` takes no `as`: after the key it takes `invalid INPUT`, \
+             `expect ANSWER`",
         ),
         (
             "p0 acquire k0 as own",
@@ -527,16 +529,34 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                 2 => any_call(processes, keys).prop_map(Step::Call),
                 1 => any_pause().prop_map(Step::Pause),
             ];
-            let steps = proptest::collection::vec((0..processes, step), 1..24);
+            let expect = proptest::option::of(any::<usize>());
+            let steps = proptest::collection::vec((0..processes, step, expect), 1..24);
             (Just(workload), steps)
         })
         .prop_filter_map("a valid plan", |(workload, steps)| {
             let steps = steps
                 .into_iter()
-                .map(|(process, action)| PlanStep { process, action })
+                .map(|(process, action, pick)| PlanStep {
+                    expect: pick.and_then(|p| an_answer(&action, p)),
+                    process,
+                    action,
+                })
                 .collect();
             Plan::new(workload, steps).ok()
         })
+}
+
+/// The `pick`th answer (modulo their number) a call step can expect; none for another step.
+fn an_answer(action: &Step, pick: usize) -> Option<crate::plan::Expect> {
+    let Step::Call(c) = action else {
+        return None;
+    };
+    let answers = crate::plan::Expect::answers(c.call);
+    let words: Vec<&str> = match answers[pick % answers.len()] {
+        "error SQLSTATE" => vec!["error", "40P01"],
+        word => vec![word],
+    };
+    crate::plan::Expect::of_words(c.call, "call", &words).ok()
 }
 
 proptest! {
