@@ -21,12 +21,14 @@
 //! A [`Stage`] is a database with the target installed; each [`run`] starts from every key
 //! never leased (a used stage is reset), so many plans run on one database.
 
+mod expect;
 mod monitor;
 pub(crate) use planning::plan;
 use planning::races;
 pub(crate) mod runner;
 pub(crate) use planning::stall;
 
+pub use expect::Unmet;
 pub use monitor::{Backend, MonitorError, Snapshot, PG_SLEEP};
 pub use plan::{
     call_sql, describe, stepped_workload, Origin, Plan, PlanConfig, PlanError, PlanStep,
@@ -37,8 +39,10 @@ pub use runner::{RunError, StepLog, StepOptions, Waiting};
 pub use stall::{judge, Confirmed, Sighting, Stall, StepFacts};
 
 use crate::campaign::{self, install_target, Figures, InfraError, Outcome, Progress, Target};
+use crate::judgement::Judgement;
 use crate::pg::Cluster;
 use crate::recorder::{Recorder, RecorderError, RecorderOptions};
+use crate::session::SessionSettings;
 use model::checker::Verdict;
 use model::{Budget, CheckOptions, History, OpId};
 use runner::{Outputs, Runner};
@@ -52,8 +56,11 @@ use tokio_postgres::Client;
 /// A database with the target installed, on which plans run one after another.
 pub struct Stage<'c> {
     cluster: &'c Cluster,
-    target: Target,
+    /// The target's name, for the history's header.
+    target: String,
     db: String,
+    /// The settings every session of a plan runs under.
+    session: SessionSettings,
     /// Resets the database between plans, and is the runner's monitor.
     admin: Client,
     /// A plan has run here: the next one needs a reset.
@@ -64,11 +71,25 @@ impl<'c> Stage<'c> {
     /// Installs `target` into a fresh database of `cluster`.
     pub async fn new(cluster: &'c Cluster, target: Target) -> Result<Stage<'c>, InfraError> {
         let db = install_target(cluster, target, "stepped").await?;
-        let database = |source| InfraError::Database {
-            target: target.to_string(),
-            source,
-        };
-        let admin = cluster.connect(&db).await.map_err(database)?;
+        Stage::on(cluster, target.to_string(), db, SessionSettings::none()).await
+    }
+
+    /// A stage on database `db` of `cluster`, where the target named `target` is already
+    /// installed (and the session setup run); every session of a plan runs under
+    /// `session` (the conformance checks' plans: their session settings).
+    pub async fn on(
+        cluster: &'c Cluster,
+        target: String,
+        db: String,
+        session: SessionSettings,
+    ) -> Result<Stage<'c>, InfraError> {
+        let admin = cluster
+            .connect(&db)
+            .await
+            .map_err(|source| InfraError::Database {
+                target: target.clone(),
+                source,
+            })?;
         // A reset that waits for a lock of a session that did not end must not hang.
         admin
             .batch_execute("SET lock_timeout = '10s'")
@@ -78,13 +99,15 @@ impl<'c> Stage<'c> {
             cluster,
             target,
             db,
+            session,
             admin,
             used: AtomicBool::new(false),
         })
     }
 
-    pub fn target(&self) -> Target {
-        self.target
+    /// The target's name.
+    pub fn target(&self) -> &str {
+        &self.target
     }
 
     /// The database's name.
@@ -153,9 +176,17 @@ pub struct Report {
     /// How each step went.
     pub steps: Vec<StepLog>,
     pub stalls: Vec<Stall>,
+    /// The calls that did not answer as their step expects (the plan's `expect`s).
+    pub unmet: Vec<Unmet>,
 }
 
 impl Report {
+    /// The run's one judgement: the outcome's (the checker's verdict, a stall, a hang, no
+    /// verdict), with the calls that did not answer as expected ([`expect::judgement`]).
+    pub fn judgement(&self) -> Judgement {
+        expect::judgement(&self.run.outcome, &self.unmet)
+    }
+
     /// The step that recorded op `id`.
     pub fn step_of_op(&self, id: OpId) -> Option<usize> {
         self.steps.iter().find(|s| s.op == Some(id)).map(|s| s.step)
@@ -180,6 +211,7 @@ impl Report {
             verdict: None,
             steps: Outputs::none(plan).logs,
             stalls: Vec::new(),
+            unmet: Vec::new(),
         }
     }
 
@@ -236,7 +268,7 @@ async fn prepare(
         call_timeout: options.call_timeout,
         history_file: options.history_file.clone(),
         meta: meta(stage, plan),
-        session: Default::default(),
+        session: stage.session.clone(),
         ..RecorderOptions::default()
     };
     let recorder = Recorder::new(stage.cluster.config(&stage.db), recorder_options)
@@ -309,6 +341,7 @@ async fn judge_run(
         verdict: Some(verdict),
         steps: outputs.logs,
         stalls,
+        unmet: outputs.unmet,
     }
 }
 
@@ -374,12 +407,13 @@ fn failed(
         verdict: None,
         steps: outputs.logs,
         stalls: Vec::new(),
+        unmet: outputs.unmet,
     }
 }
 
 /// The facts of the run, for the history's header.
 fn meta(stage: &Stage<'_>, plan: &Plan) -> BTreeMap<String, serde_json::Value> {
-    let facts = facts(stage.target, plan);
+    let facts = facts_named(stage.target.clone(), plan);
     BTreeMap::from([
         ("target".to_string(), facts.target.into()),
         ("postgres".to_string(), stage.postgres().into()),
@@ -393,8 +427,12 @@ fn meta(stage: &Stage<'_>, plan: &Plan) -> BTreeMap<String, serde_json::Value> {
 
 /// What a stepped run of `plan` against `target` is, for its verdict file.
 pub fn facts(target: Target, plan: &Plan) -> campaign::RunFacts {
+    facts_named(target.to_string(), plan)
+}
+
+fn facts_named(target: String, plan: &Plan) -> campaign::RunFacts {
     campaign::RunFacts {
-        target: target.to_string(),
+        target,
         seed: plan.seed(),
         mode: "stepped",
         length: serde_json::json!({"steps": plan.steps.len()}),
@@ -414,13 +452,16 @@ pub fn verdict_json(
     let mut verdict = campaign::verdict_json_of(&report.run, &facts(target, plan), history);
     if let Some(fields) = verdict.as_object_mut() {
         fields.insert("plan".into(), plan.to_json());
-        fields.insert("steps".into(), report.steps.iter().map(step_json).collect());
+        let steps = report.steps.iter().map(|log| step_json(log, plan));
+        fields.insert("steps".into(), steps.collect());
+        let unmet: Vec<String> = report.unmet.iter().map(Unmet::to_string).collect();
+        fields.insert("unmet_expectations".into(), unmet.into());
         fields.insert("timeline".into(), timeline.into());
     }
     verdict
 }
 
-fn step_json(log: &StepLog) -> serde_json::Value {
+fn step_json(log: &StepLog, plan: &Plan) -> serde_json::Value {
     let waited = match &log.waited {
         None => serde_json::Value::Null,
         Some(Waiting::Sleeping) => "asleep in a blocking acquire".into(),
@@ -435,6 +476,7 @@ fn step_json(log: &StepLog) -> serde_json::Value {
         "deferred": log.deferred,
         "waited": waited,
         "answer": log.answer,
+        "expect": plan.steps.get(log.step).and_then(|s| s.expect.as_ref()).map(|e| e.text()),
         "op": log.op,
     })
 }

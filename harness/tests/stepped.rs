@@ -581,3 +581,33 @@ fn the_aged_plans_pass_on_pg_lease_and_catch_time_read_from_the_transactions_sta
         println!("{name}: {line}, {invariant:?}");
     }
 }
+
+/// The control of the expectation comparison: on the shipped pg_lease, a plan whose
+/// expectations are right passes, and the same plan expecting a wrong answer (the second
+/// owner's acquire `granted`) is a finding naming the step, its line and both answers,
+/// though its history is linearizable.
+#[test]
+fn a_plan_whose_expectation_is_wrong_is_a_finding_on_a_linearizable_history() {
+    use harness::judgement::Judgement;
+    let rt = runtime();
+    let stage = stage_for_pg_lease(&rt);
+    let text = |second: &str| {
+        format!(
+            "processes 2\nkeys 1\np0 acquire k0 ttl 1min expect granted\n\
+             p1 acquire k0 ttl 1min expect {second}\np1 inspect k0 expect held\n"
+        )
+    };
+    let right = Plan::from_text(&text("denied")).expect("a plan");
+    let report = run(&rt, &stage, &right, &RunOptions::default());
+    assert_eq!(report.judgement(), Judgement::Pass, "{}", line(&report));
+    let wrong = Plan::from_text(&text("granted")).expect("a plan");
+    let report = run(&rt, &stage, &wrong, &RunOptions::default());
+    assert!(
+        matches!(report.run.outcome, Outcome::Linearizable(_)),
+        "{}",
+        line(&report)
+    );
+    let want = "a call did not answer as the plan expects: step 1 (`p1 acquire k0 as own ttl \
+                1min expect granted`): expected granted, came back denied";
+    assert_eq!(report.judgement(), Judgement::finding(want));
+}

@@ -1,7 +1,8 @@
 //! `leasecheck check --mode stepped`: plans generated from the seed (S, S+1, ... with
 //! `--plans`), or the written plan of `--plan FILE`, each run one step at a time on one
-//! database of a throwaway cluster; the first plan that does not come out linearizable
-//! (else the last one) is written out, its text form as `plan.txt` when it did not pass.
+//! database of a throwaway cluster; the first plan that does not pass (its history not
+//! linearizable, or a call not answering as its step expects; else the last plan) is
+//! written out, its text form as `plan.txt` when it did not pass.
 
 use super::{async_runtime, print_figures, CheckArgs, RunFiles, HISTORY};
 use anyhow::{bail, Context};
@@ -199,7 +200,7 @@ fn run_plans(
         let plan = plans.plan(k)?;
         let report = runtime.block_on(stepped::run(stage, &plan, options, bar.clone()));
         bar.0.inc(1);
-        let stop = report.run.outcome.exit() != model::Exit::Passed;
+        let stop = report.judgement().exit() != model::Exit::Passed;
         last = Some((plan, report, k + 1));
         if stop {
             break;
@@ -237,16 +238,20 @@ fn write_out(
     }
     files.write_verdict(&verdict)?;
     let outcome = &report.run.outcome;
-    let passed = outcome.exit() == model::Exit::Passed;
+    let judgement = report.judgement();
+    let passed = judgement.exit() == model::Exit::Passed;
     if !passed || plans.count() == 1 {
         print!("{plan}");
     }
     println!("{outcome}");
+    for unmet in &report.unmet {
+        println!("EXPECTATION NOT MET: {unmet}");
+    }
     files.print_timeline(timeline);
     print_figures(&report.run.figures);
     files.print_paths(&report.run, &what_ran);
     print_repeat(&files, plan, plans, passed)?;
-    Ok(outcome.exit().code())
+    Ok(judgement.exit().code())
 }
 
 /// How to run the plan again: its seed, and for a plan that did not pass its text form,

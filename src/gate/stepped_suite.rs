@@ -138,11 +138,17 @@ async fn one_plan(ctx: &Ctx<'_>, stage: &Stage<'_>, name: &str, plan: &Plan) -> 
     let dir = ctx
         .out_dir
         .join(format!("stepped-{}", name.replace(' ', "-")));
-    let timeline = (report.run.outcome.exit() == model::Exit::Finding)
+    // The checker's verdict and the plan's expected answers, judged as one.
+    let judgement = report.judgement();
+    let timeline = (judgement.exit() == model::Exit::Finding)
         .then(|| report.timeline(&format!("stepped {name}")))
         .flatten()
         .and_then(|page| write_page(&dir.join("timeline.html"), &page));
-    let mut result = judged(name, &report.run.outcome, timeline, ctx, start);
+    let shown = !judgement.is_pass();
+    let mut result = CheckResult::of(name, judgement, start.elapsed());
+    if shown {
+        result.timeline = timeline.map(|p| ctx.link(&p));
+    }
     if result.status != super::outcome::Status::Passed {
         // The plan's text form, for `leasecheck check --mode stepped --plan`.
         let repeat = write_page(&dir.join("plan.txt"), &plan.to_text()).map(|path| {

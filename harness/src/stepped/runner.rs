@@ -21,6 +21,7 @@
 //! replays the same way as long as the server decides the same (timing-bound facts, a
 //! millisecond lease lapsing or a wait running out between two steps, may still differ).
 
+use super::expect::Unmet;
 use super::monitor::{self, MonitorError, Snapshot};
 use super::plan::{call_sql, describe, Plan};
 use super::stall::{Sighting, StepFacts};
@@ -224,6 +225,8 @@ pub(super) struct Outputs {
     pub(super) logs: Vec<StepLog>,
     pub(super) facts: Vec<StepFacts>,
     pub(super) sightings: Vec<Sighting>,
+    /// The calls that did not answer as their step expects.
+    pub(super) unmet: Vec<Unmet>,
 }
 
 impl Outputs {
@@ -233,6 +236,7 @@ impl Outputs {
             logs: initial_logs(plan),
             facts: vec![StepFacts::default(); plan.steps.len()],
             sightings: Vec::new(),
+            unmet: Vec::new(),
         }
     }
 }
@@ -270,6 +274,7 @@ pub(super) struct Runner<'a> {
     logs: Vec<StepLog>,
     facts: Vec<StepFacts>,
     sightings: Vec<Sighting>,
+    unmet: Vec<Unmet>,
     next_issue: usize,
     started: Instant,
     progress: Arc<dyn Progress>,
@@ -320,6 +325,7 @@ impl<'a> Runner<'a> {
             answers,
             tasks,
             sightings: Vec::new(),
+            unmet: Vec::new(),
             next_issue: 0,
             started: Instant::now(),
             progress,
@@ -355,6 +361,7 @@ impl<'a> Runner<'a> {
             logs,
             facts,
             sightings,
+            unmet,
             ..
         } = self;
         drop(slots);
@@ -366,6 +373,7 @@ impl<'a> Runner<'a> {
             logs,
             facts,
             sightings,
+            unmet,
         }
     }
 
@@ -613,6 +621,8 @@ impl<'a> Runner<'a> {
                 s.memory
                     .learn(&record, &self.plan.workload.owner(done.slot as u32));
                 log.op = Some(record.id);
+                self.unmet
+                    .extend(super::expect::compare(self.plan, done.step, &record.result));
                 self.answered_ops += 1;
                 self.progress.recorded(self.answered_ops);
                 summary(&record.result)

@@ -1,0 +1,141 @@
+//! A plan's expected answers against what came back ([`planning::plan::expect`]): each call
+//! step that answered is compared with the answer it expects, and the run's judgement
+//! adds what did not come back as expected to the checker's verdict ([`judgement`]).
+
+use super::plan::expect::{answer_text, Met};
+use super::plan::text::step_text;
+use super::plan::Plan;
+use crate::campaign::Outcome;
+use crate::judgement::{Cause, Judgement};
+use model::OpResult;
+use std::fmt;
+
+/// A call step whose answer was not the one it expects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unmet {
+    pub step: usize,
+    /// The step's line in the plan's text form.
+    pub line: String,
+    pub expected: String,
+    pub came_back: String,
+    /// Whether the call answered (else its answer could not be compared).
+    pub answered: bool,
+}
+
+impl fmt::Display for Unmet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "step {} (`{}`): expected {}, came back {}",
+            self.step, self.line, self.expected, self.came_back
+        )
+    }
+}
+
+/// `result`, the answer of `step`, against the answer the step expects (none when it
+/// expects none or got it).
+pub(super) fn compare(plan: &Plan, step: usize, result: &OpResult) -> Option<Unmet> {
+    let s = plan.steps.get(step)?;
+    let expect = s.expect.as_ref()?;
+    let answered = match expect.met_by(result) {
+        Met::Yes => return None,
+        Met::No => true,
+        Met::Unanswered => false,
+    };
+    Some(Unmet {
+        step,
+        line: step_text(s),
+        expected: expect.text(),
+        came_back: answer_text(result),
+        answered,
+    })
+}
+
+/// The judgement of a run whose outcome is `outcome` and whose calls answered `unmet`
+/// otherwise than expected: the checker's finding (with the unmet expectations after it),
+/// else the calls that answered otherwise, else the outcome's no verdict, else no verdict
+/// when an expected answer could not be compared, else the outcome's pass.
+pub fn judgement(outcome: &Outcome, unmet: &[Unmet]) -> Judgement {
+    let (wrong, unanswered): (Vec<&Unmet>, Vec<&Unmet>) = unmet.iter().partition(|u| u.answered);
+    match outcome.judgement() {
+        Judgement::Finding { invariant, message } if !wrong.is_empty() => Judgement::Finding {
+            invariant,
+            message: format!("{message}\n{}", listed(&wrong)),
+        },
+        finding @ Judgement::Finding { .. } => finding,
+        _ if !wrong.is_empty() => Judgement::finding(listed(&wrong)),
+        no_verdict @ Judgement::NoVerdict { .. } => no_verdict,
+        Judgement::Pass if !unanswered.is_empty() => Judgement::NoVerdict {
+            cause: Cause::Machine,
+            why: format!(
+                "the history is linearizable, but {} expected answer(s) could not be compared: \
+                 {}",
+                unanswered.len(),
+                joined(&unanswered)
+            ),
+        },
+        pass => pass,
+    }
+}
+
+/// One line: how many calls did not answer as expected, and each.
+fn listed(wrong: &[&Unmet]) -> String {
+    let calls = match wrong.len() {
+        1 => "a call did not".to_string(),
+        n => format!("{n} calls did not"),
+    };
+    format!("{calls} answer as the plan expects: {}", joined(wrong))
+}
+
+fn joined(unmet: &[&Unmet]) -> String {
+    let each: Vec<String> = unmet.iter().map(|u| u.to_string()).collect();
+    each.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::checker::Stats;
+
+    /// A plan whose one call expects what `text` says, and the answer `result`.
+    fn unmet_of(text: &str, result: &OpResult) -> Option<Unmet> {
+        let plan = Plan::from_text(&format!("processes 2\nkeys 1\n{text}\n")).expect("a plan");
+        compare(&plan, 0, result)
+    }
+
+    #[test]
+    fn a_wrong_expectation_is_a_finding_naming_its_step_line_and_both_answers() {
+        let renewed = OpResult::Ok(model::Outcome::Renewed {
+            expires_at: model::Ts(9),
+        });
+        let line = "p0 renew k0 as own epoch own ttl 1min expect lapsed";
+        let unmet = unmet_of(line, &renewed).expect("unmet");
+        assert!(unmet.answered);
+        let pass = Outcome::Linearizable(Stats::default());
+        let j = judgement(&pass, std::slice::from_ref(&unmet));
+        let want = format!(
+            "a call did not answer as the plan expects: step 0 (`{line}`): expected lapsed, \
+             came back ok"
+        );
+        assert_eq!(j, Judgement::finding(want));
+        // The right expectation passes; none at all is never compared.
+        assert_eq!(unmet_of("p0 renew k0 ttl 1min expect ok", &renewed), None);
+        assert_eq!(unmet_of("p0 renew k0 ttl 1min", &renewed), None);
+        assert_eq!(judgement(&pass, &[]), Judgement::Pass);
+    }
+
+    #[test]
+    fn an_expected_answer_that_never_came_is_no_verdict_not_a_pass() {
+        let lost = OpResult::Unknown {
+            reason: "connection closed".into(),
+        };
+        let unmet = unmet_of("p0 inspect k0 expect held", &lost).expect("unmet");
+        assert!(!unmet.answered);
+        let pass = Outcome::Linearizable(Stats::default());
+        let j = judgement(&pass, &[unmet]);
+        assert!(
+            matches!(&j, Judgement::NoVerdict { cause: Cause::Machine, why } if why.contains("no answer: connection closed")),
+            "{j:?}"
+        );
+    }
+}
