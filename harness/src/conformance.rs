@@ -21,6 +21,7 @@ mod caller_state;
 pub mod domain;
 pub mod liveness;
 mod lock_waits;
+mod plans;
 mod script;
 mod types;
 use chrono::{DateTime, Utc};
@@ -256,18 +257,29 @@ macro_rules! check {
             run: |ctx| Box::pin($name(ctx)),
         }
     };
+    // A check written as a plan, harness/plans/conformance/NAME.plan (module `plans`).
+    ($name:ident, plan) => {
+        Check {
+            name: stringify!($name),
+            needs: Needs::Connection,
+            run: |ctx| Box::pin(plans::run(ctx)),
+        }
+    };
 }
 
 /// Every check, in the order of the README.
 pub fn checks() -> Vec<Check> {
     vec![
-        check!(acquire_grants_epoch_1_expiring_at_server_time_plus_ttl),
+        check!(
+            acquire_grants_epoch_1_expiring_at_server_time_plus_ttl,
+            plan
+        ),
         check!(denied_acquire_returns_nulls_and_writes_nothing),
         check!(same_owner_acquire_is_idempotent_and_writes_nothing),
-        check!(renew_extends_expiry_and_keeps_the_epoch),
-        check!(release_frees_and_advances_the_epoch),
+        check!(renew_extends_expiry_and_keeps_the_epoch, plan),
+        check!(release_frees_and_advances_the_epoch, plan),
         check!(renew_and_release_statuses_follow_precedence),
-        check!(inspect_tells_never_leased_free_held_and_lapsed_apart),
+        check!(inspect_tells_never_leased_free_held_and_lapsed_apart, plan),
         check!(lapsed_lease_is_taken_over_at_once_with_a_greater_epoch),
         check!(blocking_acquire_is_woken_by_release),
         check!(blocking_acquire_takes_over_at_expiry),
@@ -288,7 +300,10 @@ pub fn checks() -> Vec<Check> {
         check!(no_call_changes_the_callers_session_settings),
         check!(a_read_only_transaction_refuses_writes_with_25006),
         check!(lock_timeout_fails_a_waiting_call_with_55p03),
-        check!(a_write_that_waited_across_its_leases_expiry_answers_lapsed),
+        check!(
+            a_write_that_waited_across_its_leases_expiry_answers_lapsed,
+            plan
+        ),
         check!(a_first_grant_that_waited_for_a_rolled_back_insert_is_dated_after_it),
         check!(the_api_and_the_lease_table_have_the_contracts_types),
         check!(epochs_count_past_2_31),

@@ -2,6 +2,8 @@
 //! one documented behaviour on recorded sessions, and the model's checker judges what came
 //! back. What the model does not cover is asserted by hand, each saying why: whether a
 //! call wrote (a transaction id), the error a failure carried, how long a call took.
+//! The checks that are only sessions doing steps and expecting answers are plans
+//! (module `plans`, harness/plans/conformance/).
 
 use super::script::{
     acquire, attempt, call, execute, granted, inspect, not_granted, release, renew, Script,
@@ -49,20 +51,6 @@ async fn wrote(s: &Session) -> Result<bool, Failure> {
     xid_assigned(c).await
 }
 
-pub(super) async fn acquire_grants_epoch_1_expiring_at_server_time_plus_ttl(
-    ctx: &Ctx<'_>,
-) -> CheckResult {
-    let (_, script) = script(ctx).await?;
-    let mut s = script.session().await?;
-    call(
-        &mut s,
-        acquire("job-42", "worker-a1", S(30), Duration::ZERO),
-    )
-    .await?;
-    call(&mut s, inspect("job-42")).await?;
-    script.judge().await
-}
-
 pub(super) async fn denied_acquire_returns_nulls_and_writes_nothing(ctx: &Ctx<'_>) -> CheckResult {
     let (_, script) = script(ctx).await?;
     let mut a = script.session().await?;
@@ -100,36 +88,6 @@ pub(super) async fn same_owner_acquire_is_idempotent_and_writes_nothing(
         return Err("an idempotent acquire assigned a transaction id (it wrote)".into());
     }
     Ok(())
-}
-
-pub(super) async fn renew_extends_expiry_and_keeps_the_epoch(ctx: &Ctx<'_>) -> CheckResult {
-    let (_, script) = script(ctx).await?;
-    let mut s = script.session().await?;
-    let got = call(&mut s, acquire("job-42", "worker-a1", S(1), Duration::ZERO)).await?;
-    let epoch = grant!(script, got);
-    call(&mut s, renew("job-42", "worker-a1", epoch, S(60))).await?;
-    call(&mut s, inspect("job-42")).await?;
-    script.judge().await
-}
-
-pub(super) async fn release_frees_and_advances_the_epoch(ctx: &Ctx<'_>) -> CheckResult {
-    let (_, script) = script(ctx).await?;
-    let mut s = script.session().await?;
-    let got = call(
-        &mut s,
-        acquire("job-42", "worker-a1", S(30), Duration::ZERO),
-    )
-    .await?;
-    let epoch = grant!(script, got);
-    call(&mut s, release("job-42", "worker-a1", epoch)).await?;
-    call(&mut s, inspect("job-42")).await?;
-    call(
-        &mut s,
-        acquire("job-42", "worker-b2", S(30), Duration::ZERO),
-    )
-    .await?;
-    call(&mut s, inspect("job-42")).await?;
-    script.judge().await
 }
 
 /// A renew and a release of `key` by `owner` with `epoch`.
@@ -173,24 +131,6 @@ pub(super) async fn renew_and_release_statuses_follow_precedence(ctx: &Ctx<'_>) 
     // None of the failures changed anything.
     call(&mut s, inspect("own-live")).await?;
     call(&mut s, inspect("own-lapsed")).await?;
-    script.judge().await
-}
-
-pub(super) async fn inspect_tells_never_leased_free_held_and_lapsed_apart(
-    ctx: &Ctx<'_>,
-) -> CheckResult {
-    let (_, script) = script(ctx).await?;
-    let mut s = script.session().await?;
-    call(&mut s, inspect("never")).await?;
-    call(&mut s, acquire("k", "a", MS(300), Duration::ZERO)).await?;
-    call(&mut s, inspect("k")).await?;
-    // Past the TTL by its own length: the lease lapsed by the server's clock.
-    tokio::time::sleep(MS(400)).await;
-    call(&mut s, inspect("k")).await?;
-    let got = call(&mut s, acquire("k", "b", S(60), Duration::ZERO)).await?;
-    let ep = grant!(script, got);
-    call(&mut s, release("k", "b", ep)).await?;
-    call(&mut s, inspect("k")).await?;
     script.judge().await
 }
 

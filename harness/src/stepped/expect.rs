@@ -60,7 +60,7 @@ pub fn judgement(outcome: &Outcome, unmet: &[Unmet]) -> Judgement {
     match outcome.judgement() {
         Judgement::Finding { invariant, message } if !wrong.is_empty() => Judgement::Finding {
             invariant,
-            message: format!("{message}\n{}", listed(&wrong)),
+            message: format!("{}\n{}", message.trim_end(), listed(&wrong)),
         },
         finding @ Judgement::Finding { .. } => finding,
         _ if !wrong.is_empty() => Judgement::finding(listed(&wrong)),
