@@ -21,14 +21,18 @@
 //! replays the same way as long as the server decides the same (timing-bound facts, a
 //! millisecond lease lapsing or a wait running out between two steps, may still differ).
 
+mod session;
+mod watch;
+
 use super::expect::Unmet;
-use super::monitor::{self, MonitorError, Snapshot};
+use super::monitor::{self, MonitorError};
 use super::plan::{call_sql, describe, Plan};
 use super::stall::{Sighting, StepFacts};
 use crate::progress::Progress;
-use crate::recorder::{Begun, Recorder, RecorderError, Session};
+use crate::recorder::{Begun, Recorder, RecorderError};
 use crate::workload::{Memory, Step};
-use model::{Isolation, Op, OpId, OpRecord, OpResult, Outcome, TxnEnd};
+use model::{Op, OpId, OpResult, Outcome};
+use session::{process_task, Action, Answer, Command, Done};
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -122,84 +126,6 @@ pub enum RunError {
     #[error("every session task stopped before the plan's steps were answered")]
     SessionsGone,
 }
-
-/// What one process is asked to do.
-enum Action {
-    Call(Op<String, String>),
-    Begin(Isolation),
-    Commit,
-    Rollback,
-    Pause(Duration),
-}
-
-struct Command {
-    step: usize,
-    action: Action,
-}
-
-/// What a process did.
-enum Answer {
-    Op(Box<OpRecord>),
-    Begun(Begun),
-    Ended(TxnEnd),
-    /// COMMIT or ROLLBACK without an open transaction (an error had ended it).
-    Skipped,
-    /// Idle for the pause's length.
-    Paused,
-}
-
-struct Done {
-    slot: usize,
-    step: usize,
-    answer: Result<Answer, RecorderError>,
-    /// Whether the session still has a transaction open after the step.
-    in_txn: bool,
-}
-
-/// The task of one process: runs the steps it is sent on its session, in order.
-async fn process_task(
-    slot: usize,
-    mut session: Session,
-    pid: Arc<AtomicI32>,
-    mut commands: mpsc::UnboundedReceiver<Command>,
-    done: mpsc::UnboundedSender<Done>,
-) {
-    while let Some(Command { step, action }) = commands.recv().await {
-        let answer = perform(&mut session, &pid, action).await;
-        let in_txn = session.txn().is_some();
-        let sent = done.send(Done {
-            slot,
-            step,
-            answer,
-            in_txn,
-        });
-        if sent.is_err() {
-            break;
-        }
-    }
-}
-
-async fn perform(
-    session: &mut Session,
-    pid: &AtomicI32,
-    action: Action,
-) -> Result<Answer, RecorderError> {
-    // A retired process reconnects here: the monitor must know the new backend.
-    session.connect().await?;
-    pid.store(session.backend_pid().unwrap_or(0), Ordering::Release);
-    match action {
-        Action::Call(op) => session.call(&op).await.map(|r| Answer::Op(Box::new(r))),
-        Action::Begin(isolation) => session.begin(isolation).await.map(Answer::Begun),
-        Action::Commit if session.txn().is_some() => session.commit().await.map(Answer::Ended),
-        Action::Rollback if session.txn().is_some() => session.rollback().await.map(Answer::Ended),
-        Action::Commit | Action::Rollback => Ok(Answer::Skipped),
-        Action::Pause(idle) => {
-            tokio::time::sleep(idle).await;
-            Ok(Answer::Paused)
-        }
-    }
-}
-
 /// The step a process is waiting for.
 #[derive(Clone, Copy)]
 struct Pending {
@@ -634,152 +560,6 @@ impl<'a> Runner<'a> {
             Answer::Paused => "idled".into(),
         });
         Ok(())
-    }
-
-    /// Asks the monitor about the plan's sessions; confirms a new sighting of a sleeping
-    /// waiter blocking a call (a second look [`StepOptions::confirm`] later) and cancels a
-    /// step that has been neither answered nor waiting for too long.
-    async fn observe(&mut self) -> Result<Snapshot, RunError> {
-        let mut snapshot = self.look().await?;
-        if self.note_sightings(&snapshot) {
-            self.wait_answers(self.options.confirm, Until::Elapsed)
-                .await?;
-            snapshot = self.look().await?;
-            self.note_sightings(&snapshot);
-        }
-        self.check_hangs(&snapshot).await?;
-        Ok(snapshot)
-    }
-
-    async fn look(&self) -> Result<Snapshot, RunError> {
-        let pids: Vec<i32> = (0..self.slots.len())
-            .map(|s| self.pid(s))
-            .filter(|&p| p != 0)
-            .collect();
-        Ok(monitor::snapshot(self.monitor, &pids).await?)
-    }
-
-    fn slot_of_pid(&self, pid: i32) -> Option<usize> {
-        (0..self.slots.len()).find(|&s| pid != 0 && self.pid(s) == pid)
-    }
-
-    /// How `slot`'s session waits, if it does.
-    fn waiting(&self, slot: usize, snapshot: &Snapshot) -> Option<Waiting> {
-        let backend = snapshot.backends.get(&self.pid(slot))?;
-        if backend.sleeping() {
-            return Some(Waiting::Sleeping);
-        }
-        let by: Vec<u32> = backend
-            .blocked_by
-            .iter()
-            .filter_map(|&pid| self.slot_of_pid(pid))
-            .map(|s| s as u32)
-            .collect();
-        (!by.is_empty()).then_some(Waiting::BlockedBy(by))
-    }
-
-    /// Whether `slot`'s pending step waits only for sessions that no answer can free: each
-    /// blocker is idle in its transaction with no step pending (only a later step frees
-    /// it), or itself stuck. A cycle is not stuck: the server's deadlock detector ends it.
-    fn stuck(&self, slot: usize, snapshot: &Snapshot, seen: &mut BTreeSet<usize>) -> bool {
-        if !seen.insert(slot) {
-            return false;
-        }
-        let Some(backend) = snapshot.backends.get(&self.pid(slot)) else {
-            return false;
-        };
-        let blockers: Vec<usize> = backend
-            .blocked_by
-            .iter()
-            .filter_map(|&pid| self.slot_of_pid(pid))
-            .collect();
-        if backend.sleeping() || blockers.is_empty() || blockers.len() < backend.blocked_by.len() {
-            return false;
-        }
-        blockers.iter().all(|&b| match self.slots[b].pending {
-            None => snapshot
-                .backends
-                .get(&self.pid(b))
-                .is_some_and(|s| s.state.starts_with("idle in transaction")),
-            Some(_) => self.stuck(b, snapshot, seen),
-        })
-    }
-
-    /// Records each pending step blocked by a session asleep in a pending step; whether
-    /// a pair was seen for the first time.
-    fn note_sightings(&mut self, snapshot: &Snapshot) -> bool {
-        let at = self.started.elapsed();
-        let mut new = false;
-        for slot in 0..self.slots.len() {
-            let Some(pending) = self.slots[slot].pending else {
-                continue;
-            };
-            let Some(backend) = snapshot.backends.get(&self.pid(slot)) else {
-                continue;
-            };
-            for &pid in &backend.blocked_by {
-                let Some(blocker) = self.slot_of_pid(pid) else {
-                    continue;
-                };
-                let asleep = snapshot.backends.get(&pid).is_some_and(|b| b.sleeping());
-                let Some(sleeper) = self.slots[blocker].pending.filter(|_| asleep) else {
-                    continue;
-                };
-                let sighting = Sighting {
-                    blocked: pending.step,
-                    blocker: sleeper.step,
-                    at,
-                };
-                new |= !self
-                    .sightings
-                    .iter()
-                    .any(|s| (s.blocked, s.blocker) == (sighting.blocked, sighting.blocker));
-                self.sightings.push(sighting);
-            }
-        }
-        new
-    }
-
-    /// Cancels the first pending step that has been neither answered nor waiting for the
-    /// step timeout, and reports it as a hang.
-    async fn check_hangs(&mut self, snapshot: &Snapshot) -> Result<(), RunError> {
-        let now = Instant::now();
-        for slot in 0..self.slots.len() {
-            let waiting = self.waiting(slot, snapshot).is_some();
-            let Some(pending) = self.slots[slot].pending.as_mut() else {
-                continue;
-            };
-            if waiting {
-                pending.since_waiting = now;
-            } else if now.duration_since(pending.since_waiting) > self.options.step_timeout {
-                let (step, after) = (pending.step, now.duration_since(pending.since_waiting));
-                return Err(self.hang(slot, step, after).await);
-            }
-        }
-        Ok(())
-    }
-
-    async fn hang(&mut self, slot: usize, step: usize, after: Duration) -> RunError {
-        let seen = crate::liveness::still_executing(
-            self.monitor,
-            self.pid(slot),
-            self.options.step_timeout,
-        )
-        .await
-        .map(|b| b.shown);
-        if let Err(e) = monitor::cancel(self.monitor, self.pid(slot)).await {
-            return e.into();
-        }
-        if let Err(e) = self.wait_answers(CANCEL_GRACE, Until::Answered(step)).await {
-            return e;
-        }
-        RunError::Hang {
-            step,
-            process: self.plan.steps[step].process,
-            sql: self.logs[step].sql.clone().unwrap_or_default(),
-            after,
-            executing: seen,
-        }
     }
 }
 
