@@ -2,26 +2,17 @@
 //! every suite on every asked major, locally or each major in its own container; prints a
 //! summary table, writes the reports, and exits 0 only if everything passed.
 
-mod bench_suite;
-mod campaign_suite;
-mod conformance_suite;
 mod container;
 mod ctx;
 pub mod dsn;
-mod fault_suite;
-mod installcheck_suite;
 mod lanes;
 mod listing;
-mod matrix_suite;
 pub mod merge;
 pub mod outcome;
 mod plan;
 pub mod report;
-mod security_suite;
 pub mod shard;
-mod stepped_suite;
 mod suites;
-mod surface_suite;
 
 use anyhow::{bail, Context};
 use harness::extension::Build;
@@ -155,7 +146,7 @@ impl GateArgs {
     /// The fault checks of the faults suite.
     fn fault_checks(&self) -> Vec<nemesis::Fault> {
         match self.faults.is_empty() {
-            true => fault_suite::of_size(self.size()).to_vec(),
+            true => suites::faults::of_size(self.size()).to_vec(),
             false => self.faults.clone(),
         }
     }
@@ -478,7 +469,7 @@ fn list(args: &GateArgs, plan: &plan::Plan, shard: Option<&shard::ShardRun>, see
         .collect();
     if !on_security.is_empty() {
         out.push('\n');
-        out.push_str(&surface_suite::list(&on_security));
+        out.push_str(&suites::security::surface::list(&on_security));
     }
     out
 }

@@ -80,22 +80,34 @@ pub fn only_dir(out: &Path) -> PathBuf {
 /// `[needs ...]` notes cut).
 #[allow(dead_code)]
 pub fn listed_checks(args: &[&str]) -> Vec<(u32, String, Vec<String>)> {
+    let listed = listed_with_needs(args).into_iter();
+    let names = |checks: Vec<(String, bool)>| checks.into_iter().map(|(n, _)| n).collect();
+    listed.map(|(m, s, c)| (m, s, names(c))).collect()
+}
+
+/// A suite as `--list` lists it: major, suite, and each check with whether it needs a
+/// server the gate manages.
+pub type ListedSuite = (u32, String, Vec<(String, bool)>);
+
+/// What `leasecheck ARGS --list` lists: per major and suite, each check and whether it
+/// needs a server the gate manages (`[needs a managed server: ...]`).
+#[allow(dead_code)]
+pub fn listed_with_needs(args: &[&str]) -> Vec<ListedSuite> {
     let mut with_list = args.to_vec();
     with_list.push("--list");
     let (code, out) = leasecheck(&with_list);
     assert_eq!(code, 0, "{out}");
-    let mut listed: Vec<(u32, String, Vec<String>)> = Vec::new();
+    let mut listed: Vec<ListedSuite> = Vec::new();
     let mut major = 0;
     for line in out.lines() {
         if let Some(m) = line.strip_prefix("PG ").and_then(|l| l.strip_suffix(':')) {
             major = m.parse().expect("a major");
         } else if let Some(check) = line.strip_prefix("    ") {
-            let name = check
-                .split("  [needs a managed server")
-                .next()
-                .unwrap_or(check);
+            let mut parts = check.split("  [needs a managed server");
+            let name = parts.next().unwrap_or(check).to_string();
+            let managed = parts.next().is_some();
             if let Some(last) = listed.last_mut() {
-                last.2.push(name.to_string());
+                last.2.push((name, managed));
             }
         } else if let Some(suite) = line.strip_prefix("  ").filter(|l| l.ends_with(')')) {
             let name = suite.split(" (").next().unwrap_or(suite);

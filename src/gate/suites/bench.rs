@@ -4,12 +4,20 @@
 //! floor grew beyond the threshold (`bench::compare`). The figures go into the summary and
 //! the whole bench result into `<report>/pg<major>/bench/`.
 
-use super::ctx::{Baseline, Ctx};
-use super::listing::{Listing, Planned};
-use super::outcome::{CheckResult, LatencyFigure, SuiteResult};
+use crate::gate::ctx::{Baseline, Ctx};
+use crate::gate::listing::{Listing, Planned};
+use crate::gate::outcome::{CheckResult, LatencyFigure, SuiteResult};
 use bench::result::{BenchResult, Driver};
 use bench::workloads::{self, W1_CYCLE, W2_CONTEND};
 use std::time::{Duration, Instant};
+
+pub(super) const SUITE: super::Suite = super::Suite {
+    name: "bench",
+    order: 90,
+    cost: [39, 39],
+    checks,
+    run: |c| Box::pin(bench(c)),
+};
 
 /// The bench measures for a fixed time (about 40 s); this bounds a hang (a driver stuck on
 /// a connection). A bench that hangs keeps its thread and cluster until the gate exits.
@@ -26,7 +34,7 @@ const MEASURED: [&str; 2] = [W1_CYCLE, W2_CONTEND];
 /// or `--bench-baseline`: the threshold was measured on 3 repeats), 1 in a quick gate
 /// that only shows every op measured (24 s less per major).
 fn repeats(ctx: &Ctx<'_>) -> u32 {
-    if ctx.size == super::Size::Full || ctx.bench_baseline.is_some() {
+    if ctx.size == crate::gate::Size::Full || ctx.bench_baseline.is_some() {
         3
     } else {
         1

@@ -2,16 +2,24 @@
 //! the fenced resource (what epochs are for, SEMANTICS section 5): workers that pause past
 //! their TTL write with their old epoch through a guard, which must refuse every such write.
 
-use super::ctx::{bounded, judged, write_page, Ctx};
-use super::listing::{Listing, Planned};
-use super::outcome::{CheckResult, SuiteResult};
-use super::Size;
+use crate::gate::ctx::{bounded, judged, write_page, Ctx};
+use crate::gate::listing::{Listing, Planned};
+use crate::gate::outcome::{CheckResult, SuiteResult};
+use crate::gate::Size;
 use harness::campaign::{self, Campaign, Length, Target};
 use harness::fenced::FencedConfig;
 use harness::judgement::Judgement;
 use model::Budget;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+pub(super) const SUITE: super::Suite = super::Suite {
+    name: "campaign",
+    order: 40,
+    cost: [3, 14],
+    checks,
+    run: |c| Box::pin(free_campaigns(c)),
+};
 
 /// Recording is bounded by the ops and the call timeout; this bounds a harness hang.
 const CAMPAIGN_TIMEOUT: Duration = Duration::from_secs(900);
@@ -25,7 +33,7 @@ pub(super) async fn free_campaigns(ctx: &Ctx<'_>) -> SuiteResult {
     let mut checks = Vec::new();
     for k in 0..campaigns {
         let check = one_campaign(ctx, ctx.seed.wrapping_add(k), ops).await;
-        let stop = check.status != super::outcome::Status::Passed;
+        let stop = check.status != crate::gate::outcome::Status::Passed;
         checks.push(check);
         if stop {
             return SuiteResult::of("campaign", checks, start.elapsed());

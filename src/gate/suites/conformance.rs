@@ -1,19 +1,22 @@
-//! The gate's "liveness" and "conformance" suites: harness::conformance's checks against
-//! the build, the liveness check first and alone.
+//! The gate's "conformance" suite: harness::conformance's checks against the build (the
+//! liveness check runs before, alone, as the suite of its own in `liveness.rs`).
 
-use super::ctx::{bounded, is_hang, Ctx};
-use super::listing::{Listing, Planned};
-use super::outcome::{CheckResult, SuiteResult};
+use crate::gate::ctx::{bounded, is_hang, Ctx};
+use crate::gate::listing::{Listing, Planned};
+use crate::gate::outcome::{CheckResult, SuiteResult};
 use harness::judgement::{Cause, Needs};
 use std::time::{Duration, Instant};
 
+pub(super) const SUITE: super::Suite = super::Suite {
+    name: "conformance",
+    order: 30,
+    cost: [24, 24],
+    checks,
+    run: |c| Box::pin(conformance(c)),
+};
+
 /// Why a conformance check marked [`Needs::ManagedServer`] needs a managed server.
 const RESTARTS: &str = "it stops, restarts or crashes the server";
-
-/// The liveness suite's one check.
-pub(super) fn liveness_checks(_: &Listing<'_>) -> Vec<Planned> {
-    vec![Planned::on_connection(harness::conformance::LIVENESS_CHECK)]
-}
 
 /// Every conformance check but the liveness check (the liveness suite runs it first).
 pub(super) fn checks(_: &Listing<'_>) -> Vec<Planned> {
@@ -26,19 +29,6 @@ pub(super) fn checks(_: &Listing<'_>) -> Vec<Planned> {
         })
         .collect()
 }
-
-/// The liveness check alone, before every other suite: a build whose calls do not answer
-/// gets that verdict in seconds, and the gate runs nothing else on it.
-pub(super) async fn liveness(ctx: &Ctx<'_>) -> SuiteResult {
-    let start = Instant::now();
-    let name = harness::conformance::LIVENESS_CHECK;
-    ctx.say("liveness", name);
-    let check = bounded(ctx, name, LIVENESS_TIMEOUT, conformance_check(ctx, name)).await;
-    SuiteResult::of("liveness", vec![check], start.elapsed())
-}
-
-/// The liveness check makes about 80 calls, each bounded by 5 s (a hang ends it there).
-const LIVENESS_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// No conformance check waits longer than its TTLs of a few seconds or a restart (60 s).
 const CONFORMANCE_CHECK_TIMEOUT: Duration = Duration::from_secs(180);
@@ -69,7 +59,7 @@ pub(super) async fn conformance(ctx: &Ctx<'_>) -> SuiteResult {
 }
 
 /// The conformance check `name` against the build.
-async fn conformance_check(ctx: &Ctx<'_>, name: &'static str) -> CheckResult {
+pub(super) async fn conformance_check(ctx: &Ctx<'_>, name: &'static str) -> CheckResult {
     let report =
         harness::conformance::run_against(ctx.cluster, ctx.extension(), |n| n == name).await;
     match report.outcomes.into_iter().next() {

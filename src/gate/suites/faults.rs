@@ -3,14 +3,22 @@
 //! injected into a recorded history, judged by the model's checker. The negative controls
 //! are not run: they test the checks, not the build (`leasecheck faults --controls`).
 
-use super::ctx::Ctx;
-use super::listing::{Listing, Planned};
-use super::outcome::{CheckResult, SuiteResult};
-use super::Size;
+use crate::gate::ctx::Ctx;
+use crate::gate::listing::{Listing, Planned};
+use crate::gate::outcome::{CheckResult, SuiteResult};
+use crate::gate::Size;
 use harness::judgement::Cause;
 use nemesis::suite::{self, Run};
 use nemesis::Fault;
 use std::time::{Duration, Instant};
+
+pub(super) const SUITE: super::Suite = super::Suite {
+    name: "faults",
+    order: 80,
+    cost: [33, 70],
+    checks,
+    run: |c| Box::pin(faults(c)),
+};
 
 /// A check records for a few seconds, restarts its server at most three times and judges
 /// within a 60 s checker budget (2-13 s per check seen here); this bounds a hang.
@@ -60,7 +68,7 @@ pub async fn faults(ctx: &Ctx<'_>) -> SuiteResult {
                 FAULT_CHECK_TIMEOUT,
             ),
         };
-        let stop = super::ctx::is_hang(&check);
+        let stop = crate::gate::ctx::is_hang(&check);
         checks.push(check);
         if stop {
             break;

@@ -1,12 +1,20 @@
 //! The gate's "installcheck" suite: the PGXS regression and isolation suites against the
 //! build, with a watchdog that cancels calls of the target the server executes too long.
 
-use super::ctx::{executing_target, Ctx};
-use super::listing::{Listing, Planned};
-use super::outcome::{CheckResult, SuiteResult};
+use crate::gate::ctx::{executing_target, Ctx};
+use crate::gate::listing::{Listing, Planned};
+use crate::gate::outcome::{CheckResult, SuiteResult};
 use harness::judgement::Judgement;
 use harness::pg::Cluster;
 use std::time::{Duration, Instant};
+
+pub(super) const SUITE: super::Suite = super::Suite {
+    name: "installcheck",
+    order: 20,
+    cost: [12, 12],
+    checks,
+    run: |c| Box::pin(installcheck(c)),
+};
 
 const NAME: &str = "make installcheck (regression + isolation)";
 

@@ -5,13 +5,21 @@
 //! campaign judged by the checker (and the exact UTC expiry, the refusals the setting
 //! requires), and at full size the conformance suite under it.
 
-use super::ctx::{bounded, is_hang, Ctx};
-use super::listing::{Listing, Planned};
-use super::outcome::{CheckResult, SuiteResult};
-use super::Size;
+use crate::gate::ctx::{bounded, is_hang, Ctx};
+use crate::gate::listing::{Listing, Planned};
+use crate::gate::outcome::{CheckResult, SuiteResult};
+use crate::gate::Size;
 use harness::judgement::Cause;
 use harness::matrix::{self, CampaignSize, MatrixOptions, Setting, Verdict, Version};
 use std::time::{Duration, Instant};
+
+pub(super) const SUITE: super::Suite = super::Suite {
+    name: "matrix",
+    order: 60,
+    cost: [6, 215],
+    checks,
+    run: |c| Box::pin(matrix(c)),
+};
 
 /// A setting's control, campaign (three at most while it does not show the setting at
 /// work) and conformance suite take a minute or two; this bounds a hang.

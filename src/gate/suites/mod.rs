@@ -3,6 +3,9 @@
 //! under test ([`Ctx`]), and returns a typed [`SuiteResult`]; its body is in a file of its
 //! own. `--list` prints the listings; on a server the gate does not manage (`--dsn`) a suite
 //! whose every check needs a managed server is reported skipped from its listing, unrun.
+//!
+//! Each suite is a file of this directory declaring `pub(super) const SUITE: Suite`; the
+//! registry is generated from the directory by `build.rs`.
 
 use super::ctx::Ctx;
 use super::listing::{Listing, Planned};
@@ -22,6 +25,9 @@ pub const LIVENESS: &str = "liveness";
 #[derive(Clone, Copy)]
 pub struct Suite {
     pub name: &'static str,
+    /// Where it runs among the suites: lowest first (the liveness suite, 10, first; the
+    /// files use steps of 10). Distinct per suite.
+    order: u16,
     /// About how many seconds it takes at quick and full size on one major (measured on
     /// PG 15 on a 2-core machine, results/gate): only a hint that balances `--shard`.
     cost: [u32; 2],
@@ -59,64 +65,15 @@ impl Suite {
     }
 }
 
-/// Every suite, in the order they run.
+// Every file of this directory (but this one) is a suite: `build.rs` declares each as a
+// module and lists its `SUITE`, so adding a suite is adding its file.
+include!(concat!(env!("OUT_DIR"), "/gate_suites.rs"));
+
+/// Every suite, in the order they run (their `order`).
 pub fn suites() -> Vec<Suite> {
-    vec![
-        Suite {
-            name: LIVENESS,
-            cost: [2, 2],
-            checks: super::conformance_suite::liveness_checks,
-            run: |c| Box::pin(super::conformance_suite::liveness(c)),
-        },
-        Suite {
-            name: "installcheck",
-            cost: [12, 12],
-            checks: super::installcheck_suite::checks,
-            run: |c| Box::pin(super::installcheck_suite::installcheck(c)),
-        },
-        Suite {
-            name: "conformance",
-            cost: [24, 24],
-            checks: super::conformance_suite::checks,
-            run: |c| Box::pin(super::conformance_suite::conformance(c)),
-        },
-        Suite {
-            name: "campaign",
-            cost: [3, 14],
-            checks: super::campaign_suite::checks,
-            run: |c| Box::pin(super::campaign_suite::free_campaigns(c)),
-        },
-        Suite {
-            name: "stepped",
-            cost: [30, 70],
-            checks: super::stepped_suite::checks,
-            run: |c| Box::pin(super::stepped_suite::stepped_plans(c)),
-        },
-        Suite {
-            name: "matrix",
-            cost: [6, 215],
-            checks: super::matrix_suite::checks,
-            run: |c| Box::pin(super::matrix_suite::matrix(c)),
-        },
-        Suite {
-            name: "security",
-            cost: [36, 45],
-            checks: super::security_suite::checks,
-            run: |c| Box::pin(super::security_suite::security(c)),
-        },
-        Suite {
-            name: "faults",
-            cost: [33, 70],
-            checks: super::fault_suite::checks,
-            run: |c| Box::pin(super::fault_suite::faults(c)),
-        },
-        Suite {
-            name: "bench",
-            cost: [39, 39],
-            checks: super::bench_suite::checks,
-            run: |c| Box::pin(super::bench_suite::bench(c)),
-        },
-    ]
+    let mut all = SUITE_FILES.to_vec();
+    all.sort_by_key(|s| s.order);
+    all
 }
 
 #[cfg(test)]
@@ -130,6 +87,35 @@ mod tests {
             major,
             faults: &nemesis::Fault::QUICK,
             bench_baseline: false,
+        }
+    }
+
+    /// The registry holds every suite file once, in their order, the liveness suite first:
+    /// names and orders are distinct (a second file with a name or order already taken
+    /// would make the run order or `--suite` ambiguous).
+    #[test]
+    fn the_suites_run_in_their_order_with_the_liveness_suite_first() {
+        let all = suites();
+        assert_eq!(all.len(), SUITE_FILES.len());
+        assert_eq!(all.first().map(|s| s.name), Some(LIVENESS));
+        assert!(
+            all.windows(2).all(|w| w[0].order < w[1].order),
+            "orders are distinct"
+        );
+        let mut names: Vec<&str> = all.iter().map(|s| s.name).collect();
+        let run_order = names.clone();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), all.len(), "names are distinct: {run_order:?}");
+        for known in [
+            "installcheck",
+            "conformance",
+            "stepped",
+            "security",
+            "faults",
+            "bench",
+        ] {
+            assert!(run_order.contains(&known), "{known} in {run_order:?}");
         }
     }
 
@@ -161,15 +147,17 @@ mod tests {
     #[test]
     fn the_suites_that_run_on_an_existing_server_are_those_needing_only_a_connection() {
         let quick = listing(Size::Quick, 15);
-        let runs_unmanaged: Vec<&str> = suites()
-            .iter()
-            .filter(|s| s.checks(&quick).iter().any(|p| p.needs_managed.is_none()))
-            .map(|s| s.name)
-            .collect();
-        assert_eq!(
-            runs_unmanaged,
-            [LIVENESS, "conformance", "campaign", "stepped"]
-        );
+        let runs_unmanaged = |name: &str| {
+            let suite = suites().into_iter().find(|s| s.name == name);
+            let planned = suite.map(|s| s.checks(&quick)).unwrap_or_default();
+            planned.iter().any(|p| p.needs_managed.is_none())
+        };
+        for name in [LIVENESS, "conformance", "campaign", "stepped"] {
+            assert!(runs_unmanaged(name), "{name} runs on an existing server");
+        }
+        for name in ["installcheck", "matrix", "security", "faults", "bench"] {
+            assert!(!runs_unmanaged(name), "{name} needs a managed server");
+        }
         let base = quick.seed;
         let seeded = Listing {
             seed: base + 1,

@@ -1,11 +1,22 @@
 //! The gate's "security" suite: harness::security's checks, then the attack-surface suite
-//! ([`super::surface_suite`]).
+//! ([`surface`]).
 
-use super::ctx::{active_sql, bounded, is_hang, Ctx};
-use super::listing::{Listing, Planned};
-use super::outcome::{CheckResult, SuiteResult};
+use crate::gate::ctx::{active_sql, bounded, is_hang, Ctx};
+use crate::gate::listing::{Listing, Planned};
+use crate::gate::outcome::{CheckResult, SuiteResult};
 use harness::judgement::Cause;
 use std::time::{Duration, Instant};
+
+#[path = "security/surface.rs"]
+pub(in crate::gate) mod surface;
+
+pub(super) const SUITE: super::Suite = super::Suite {
+    name: "security",
+    order: 70,
+    cost: [36, 45],
+    checks,
+    run: |c| Box::pin(security(c)),
+};
 
 /// The security checks, then the attack-surface classes of the size on the major.
 pub(super) fn checks(listing: &Listing<'_>) -> Vec<Planned> {
@@ -14,7 +25,7 @@ pub(super) fn checks(listing: &Listing<'_>) -> Vec<Planned> {
     let security = harness::security::checks();
     let security = security.iter().map(|c| c.name.to_string());
     security
-        .chain(super::surface_suite::names(listing))
+        .chain(surface::names(listing))
         .map(|name| Planned::on_managed(name, why))
         .collect()
 }
@@ -46,11 +57,11 @@ pub(super) async fn security(ctx: &Ctx<'_>) -> SuiteResult {
         }
     }
     let surface_started = Instant::now();
-    let timeout = super::surface_suite::TIMEOUT;
-    match tokio::time::timeout(timeout, super::surface_suite::checks(ctx)).await {
+    let timeout = surface::TIMEOUT;
+    match tokio::time::timeout(timeout, surface::checks(ctx)).await {
         Ok(results) => checks.extend(results),
         Err(_) => checks.push(CheckResult::infrastructure(
-            format!("{}the suite", super::surface_suite::PREFIX),
+            format!("{}the suite", surface::PREFIX),
             format!(
                 "hung: the attack-surface suite did not finish within {timeout:?}; {}",
                 active_sql(ctx.cluster).await

@@ -1,14 +1,22 @@
 //! The gate's "stepped" suite: the late plans, the race plans and drawn plans, each run one
 //! step at a time and judged by the model's checker.
 
-use super::ctx::{bounded, judged, write_page, Ctx};
-use super::listing::{Listing, Planned};
-use super::outcome::{CheckResult, SuiteResult};
-use super::Size;
+use crate::gate::ctx::{bounded, judged, write_page, Ctx};
+use crate::gate::listing::{Listing, Planned};
+use crate::gate::outcome::{CheckResult, SuiteResult};
+use crate::gate::Size;
 use harness::campaign::{self};
 use harness::stepped::{self, Plan, RunOptions, Stage};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+pub(super) const SUITE: super::Suite = super::Suite {
+    name: "stepped",
+    order: 50,
+    cost: [30, 70],
+    checks,
+    run: |c| Box::pin(stepped_plans(c)),
+};
 
 /// Every step has its own timeout (the runner's); this bounds a plan's whole run.
 const PLAN_TIMEOUT: Duration = Duration::from_secs(180);
@@ -51,7 +59,7 @@ pub(super) async fn stepped_plans(ctx: &Ctx<'_>) -> SuiteResult {
         let name = late_name(k, plan);
         ctx.say("stepped", &format!("{name} ({}/{total})", k + 1));
         let check = bounded(ctx, &name, PLAN_TIMEOUT, one_late_plan(ctx, &name, plan)).await;
-        let stop = check.status != super::outcome::Status::Passed;
+        let stop = check.status != crate::gate::outcome::Status::Passed;
         checks.push(check);
         if stop {
             return SuiteResult::of("stepped", checks, start.elapsed());
@@ -72,7 +80,7 @@ pub(super) async fn stepped_plans(ctx: &Ctx<'_>) -> SuiteResult {
             }
             Err(why) => CheckResult::infrastructure(&name, why, start.elapsed()),
         };
-        let stop = check.status != super::outcome::Status::Passed;
+        let stop = check.status != crate::gate::outcome::Status::Passed;
         checks.push(check);
         if stop {
             break;
@@ -149,7 +157,7 @@ async fn one_plan(ctx: &Ctx<'_>, stage: &Stage<'_>, name: &str, plan: &Plan) -> 
     if shown {
         result.timeline = timeline.map(|p| ctx.link(&p));
     }
-    if result.status != super::outcome::Status::Passed {
+    if result.status != crate::gate::outcome::Status::Passed {
         // The plan's text form, for `leasecheck check --mode stepped --plan`.
         let repeat = write_page(&dir.join("plan.txt"), &plan.to_text()).map(|path| {
             format!(

@@ -2,10 +2,10 @@
 //! one check per statement class, and `leasecheck gate --suite security --list`, which
 //! prints the security checks and the statement classes (the data the suite runs).
 
-use super::ctx::Ctx;
-use super::listing::Listing;
-use super::outcome::CheckResult;
-use super::Size;
+use crate::gate::ctx::Ctx;
+use crate::gate::listing::Listing;
+use crate::gate::outcome::CheckResult;
+use crate::gate::Size;
 use harness::security::surface::{self, Control, Shape, SurfaceOptions, CLASSES, LIMITATIONS};
 use std::fmt::Write;
 use std::time::Duration;
