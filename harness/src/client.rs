@@ -465,17 +465,26 @@ pub async fn inspect<C: GenericClient>(c: &C, key: &str) -> Result<Option<Inspec
 pub async fn expire<C: GenericClient>(c: &C, key: &str) -> Result<bool, LeaseError> {
     let table = crate::extension::lease_table(c).await.map_err(classify)?;
     let n = c
-        .execute(
-            &format!(
-                "UPDATE {table} SET expires_at = pg_catalog.clock_timestamp() \
-                 WHERE key OPERATOR(pg_catalog.=) $1::text AND owner IS NOT NULL \
-                   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
-            ),
-            &[&key],
-        )
+        .execute(&expire_statement(&table, "$1::text"), &[&key])
         .await
         .map_err(classify)?;
     Ok(n == 1)
+}
+
+/// [`expire`]'s statement on `table` for `key`, with the key as a literal (for reports:
+/// it runs as is in psql).
+pub fn expire_sql(table: &str, key: &str) -> String {
+    expire_statement(table, &format!("'{}'::text", key.replace('\'', "''")))
+}
+
+/// The one statement of the clock-independent lapse: the lease on the key `key` (an SQL
+/// expression), if held and live, expires at the server's current time.
+fn expire_statement(table: &str, key: &str) -> String {
+    format!(
+        "UPDATE {table} SET expires_at = pg_catalog.clock_timestamp() \
+         WHERE key OPERATOR(pg_catalog.=) {key} AND owner IS NOT NULL \
+           AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
+    )
 }
 
 /// The server's `clock_timestamp()`.

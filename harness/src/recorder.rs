@@ -274,11 +274,17 @@ impl Recorder {
     /// The clock-independent lapse on a connection of the recorder's own (its role must be
     /// allowed to write `lease.leases`): see [`Recorder::lapse_on`].
     pub async fn lapse(&self, key: &str) -> Result<Option<bool>, RecorderError> {
-        let client = self.open().await.map_err(|e| RecorderError::Lapse {
+        let client = self.lapse_client(key).await?;
+        self.lapse_on(&client, key).await
+    }
+
+    /// A connection of the recorder's own, as its sessions connect, to lapse `key` on with
+    /// [`Recorder::lapse_on`]; failing to connect is the lapse's [`RecorderError::Lapse`].
+    pub async fn lapse_client(&self, key: &str) -> Result<Client, RecorderError> {
+        self.open().await.map_err(|e| RecorderError::Lapse {
             key: key.to_string(),
             detail: format!("cannot connect: {}", describe(&e)),
-        })?;
-        self.lapse_on(&client, key).await
+        })
     }
 
     /// The clock-independent lapse: the lease on `key`, if held and live, expires at the

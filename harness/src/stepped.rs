@@ -1,5 +1,6 @@
 //! Stepped mode, like PostgreSQL's isolationtester: a [`Plan`] is a sequence of steps (a
-//! process and what it does: a lease call, BEGIN at an isolation level, COMMIT, ROLLBACK),
+//! process and what it does: a lease call, BEGIN at an isolation level, COMMIT, ROLLBACK,
+//! a pause, or a written plan's injected lapse of a key, recorded as a nemesis event),
 //! issued one at a time on the processes' recorder sessions; a step that blocks is left
 //! waiting while the plan goes on, and everything is recorded as history format v2 and
 //! judged by the model's checker, as a free-running campaign is.

@@ -57,8 +57,8 @@ impl Origin {
     }
 }
 
-/// A sequence of steps, each a call, BEGIN, COMMIT or ROLLBACK of one process. Every
-/// transaction a process begins ends within the plan.
+/// A sequence of steps, each a call, BEGIN, COMMIT, ROLLBACK, pause or lapse of one
+/// process. Every transaction a process begins ends within the plan.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Plan {
     /// The shape of the run: processes, keys, TTLs and waits the calls draw from.
@@ -87,6 +87,13 @@ pub enum PlanError {
         expect: String,
         why: String,
     },
+    /// A lapse of a key beyond the plan's keys, or by a process in a transaction.
+    #[error("step {step} (a lapse by p{process}) {why}")]
+    Lapse {
+        step: usize,
+        process: u32,
+        why: String,
+    },
 }
 impl Plan {
     /// A plan written by hand. Transactions are closed as in a generated plan (a COMMIT
@@ -106,6 +113,9 @@ impl Plan {
             });
         }
         if let Some(e) = steps.iter().enumerate().find_map(|(i, s)| misplaced(i, s)) {
+            return Err(e);
+        }
+        if let Some(e) = misplaced_lapse(&workload, &steps) {
             return Err(e);
         }
         Ok(Plan {
@@ -164,6 +174,42 @@ fn misplaced(i: usize, s: &PlanStep) -> Option<PlanError> {
         why,
     })
 }
+/// The error of the first lapse of a key beyond the plan's keys or made by a process in a
+/// transaction (as [`close_transactions`] keeps them): a lapse runs beside its process's
+/// session, on a connection of its own, and would wait for the row lock that process's
+/// own open transaction may hold, which only a later step of the same process frees.
+fn misplaced_lapse(workload: &Workload, steps: &[PlanStep]) -> Option<PlanError> {
+    let mut open = vec![false; workload.processes as usize];
+    for (step, s) in steps.iter().enumerate() {
+        let in_txn = open.get_mut(s.process as usize)?;
+        let why = match s.action {
+            Step::Begin(_) => {
+                *in_txn = true;
+                continue;
+            }
+            Step::Commit | Step::Rollback => {
+                *in_txn = false;
+                continue;
+            }
+            Step::Lapse(k) if k >= workload.keys as usize => {
+                format!("names key k{k}, but the plan has {} keys", workload.keys)
+            }
+            Step::Lapse(_) if *in_txn => {
+                "comes while the process has a transaction open: a lapse runs on a \
+                 connection of its own and could wait for that transaction's row lock"
+                    .to_string()
+            }
+            _ => continue,
+        };
+        return Some(PlanError::Lapse {
+            step,
+            process: s.process,
+            why,
+        });
+    }
+    None
+}
+
 /// Drops a BEGIN inside a transaction and an end outside one, and ends every transaction
 /// still open (with COMMIT, in process order): a plan never leaves a session waiting for a
 /// step that does not come.
@@ -179,7 +225,7 @@ fn close_transactions(processes: u32, steps: Vec<PlanStep>) -> Vec<PlanStep> {
             Step::Commit | Step::Rollback if !*in_txn => continue,
             Step::Begin(_) => *in_txn = true,
             Step::Commit | Step::Rollback => *in_txn = false,
-            Step::Call(_) | Step::Pause(_) => {}
+            Step::Call(_) | Step::Pause(_) | Step::Lapse(_) => {}
         }
         kept.push(s);
     }
@@ -196,6 +242,15 @@ pub fn describe(action: &Step, keys: &[String]) -> String {
         Step::Commit => "COMMIT".into(),
         Step::Rollback => "ROLLBACK".into(),
         Step::Pause(idle) => format!("(idle for {} ms)", idle.as_millis()),
+        Step::Lapse(k) => {
+            let key: String = keys
+                .get(*k)
+                .map_or("?", String::as_str)
+                .chars()
+                .take(16)
+                .collect();
+            format!("LAPSE {key:?} (injected: its live lease expires now)")
+        }
         Step::Call(c) => describe_call(c, keys),
     }
 }

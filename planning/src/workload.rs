@@ -774,6 +774,11 @@ pub enum Step {
     /// The process does nothing for this long (its open transaction, if any, ages). Only
     /// written plans pause; drawn steps never do.
     Pause(std::time::Duration),
+    /// The lease on key `k` (its index), if held and live, expires at the server's current
+    /// time: the clock-independent lapse, made beside the process's session on a
+    /// connection of its own and recorded as a `lapse` nemesis event. Only written plans
+    /// lapse; drawn steps never do.
+    Lapse(usize),
 }
 
 /// A process's own sequence of steps in free-running mode.
@@ -1022,7 +1027,7 @@ mod tests {
             match &step {
                 Step::Begin(_) => in_txn = true,
                 Step::Commit | Step::Rollback => in_txn = false,
-                Step::Pause(_) => {}
+                Step::Pause(_) | Step::Lapse(_) => {}
                 Step::Call(c) => {
                     kinds.insert(format!("{:?}", c.call));
                     if c.invalid.is_some() {

@@ -226,6 +226,7 @@ impl<'a> Runner<'a> {
             let (commands, incoming) = mpsc::unbounded_channel();
             tasks.spawn(process_task(
                 slot,
+                Arc::clone(recorder),
                 session,
                 Arc::clone(&pid),
                 incoming,
@@ -406,6 +407,12 @@ impl<'a> Runner<'a> {
                 log.sql = Some(format!("-- no statement: the client idles {idle:?}"));
                 Action::Pause(*idle)
             }
+            Step::Lapse(k) => {
+                let keys = self.plan.workload.key_names();
+                let key = keys.get(*k).cloned().unwrap_or_default();
+                log.sql = Some(crate::client::expire_sql("lease.leases", &key));
+                Action::Lapse(key)
+            }
         }
     }
 
@@ -558,6 +565,9 @@ impl<'a> Runner<'a> {
             Answer::Ended(end) => format!("transaction ended {end:?}"),
             Answer::Skipped => "skipped: no transaction open (an error had ended it)".into(),
             Answer::Paused => "idled".into(),
+            Answer::Lapsed(Some(true)) => "lapse injected: the live lease expired now".into(),
+            Answer::Lapsed(Some(false)) => "lapse injected: no live lease to expire".into(),
+            Answer::Lapsed(None) => "lapse injected: its answer was lost".into(),
         });
         Ok(())
     }

@@ -386,6 +386,7 @@ mod tests {
                         *slot = false;
                     }
                     Step::Pause(_) => panic!("a drawn plan paused: {plan:?}"),
+                    Step::Lapse(_) => panic!("a drawn plan lapsed: {plan:?}"),
                     Step::Call(c) => {
                         assert!(c.key < plan.workload.keys as usize);
                         kinds.insert(format!("{:?}", c.call));

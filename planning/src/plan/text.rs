@@ -32,21 +32,24 @@
 //! plan can be one: its only step, a stray COMMIT, dropped); running one is the caller's
 //! call (`leasecheck check --plan` refuses it).
 
-use super::expect::{split_expect, Expect};
+use super::expect::Expect;
 use super::{stepped_workload, Plan, PlanError, PlanStep};
 use crate::workload::{
-    CallKind, EpochChoice, InvalidInput, Names, OpChoice, OwnerChoice, Step, Workload, KEYS,
-    PROCESSES,
+    CallKind, EpochChoice, Names, OpChoice, OwnerChoice, Step, Workload, KEYS, PROCESSES,
 };
 use model::{Interval, Isolation};
 
+mod call;
+#[cfg(test)]
+mod lapse_tests;
 mod print;
 #[cfg(test)]
 mod tests;
 mod units;
 
+use call::{call_of, key_of};
 pub use print::step_text;
-use print::{header_lines, invalid_word, origin_comment, INVALID_INPUTS};
+use print::{header_lines, origin_comment};
 pub use units::{duration_of, duration_text, interval_of, interval_text};
 
 /// A plan's text that cannot be read.
@@ -290,6 +293,11 @@ impl Reader {
                 "p{process} has no open transaction to end: add `p{process} begin` before this \
                  line, or remove it"
             )),
+            (Step::Lapse(_), Some(begun)) => Err(format!(
+                "p{process} has a transaction open (begun on line {begun}): a lapse runs on a \
+                 connection of its own and could wait for that transaction's row lock; put it \
+                 after `p{process} commit` or give it to a process with no transaction open"
+            )),
             (Step::Begin(_), None) => {
                 *open = Some(number);
                 Ok(())
@@ -392,7 +400,7 @@ fn span(prefix: &str, count: u32) -> String {
     }
 }
 
-const ACTIONS: &str = "acquire, renew, release, inspect, begin, commit, rollback or pause";
+const ACTIONS: &str = "acquire, renew, release, inspect, begin, commit, rollback, pause or lapse";
 
 /// The step of process `process` that `words` (after the process) spell, and the answer
 /// it expects.
@@ -427,6 +435,10 @@ fn action_of(w: &Workload, process: u32, words: &[&str]) -> Result<(Step, Option
             [value] => step(duration_of(value).map(Step::Pause)),
             _ => Err("`pause` takes one duration, e.g. `pause 300ms`".into()),
         },
+        "lapse" => match rest {
+            [key] => step(key_of(w, key).map(Step::Lapse)),
+            _ => Err("`lapse` takes one key and nothing more, e.g. `lapse k0`".into()),
+        },
         other => Err(format!("unknown action `{other}`: write {ACTIONS}")),
     }
 }
@@ -442,154 +454,6 @@ fn begin_of(rest: &[&str]) -> Result<Step, String> {
                 "unknown isolation level `{}`: write `begin`, `begin read committed`, \
                  `begin repeatable read` or `begin serializable`",
                 rest.join(" ")
-            )
-        })
-}
-
-/// The words after a call's key, as given.
-#[derive(Default)]
-struct CallWords {
-    owner: Option<OwnerChoice>,
-    epoch: Option<EpochChoice>,
-    ttl: Option<Interval>,
-    wait: Option<Interval>,
-    invalid: Option<InvalidInput>,
-}
-
-/// A call `verb` (an `acquire` with a `wait` is a blocking one), and the answer it expects.
-fn call_of(
-    w: &Workload,
-    kind: CallKind,
-    verb: &str,
-    rest: &[&str],
-) -> Result<(OpChoice, Option<Expect>), String> {
-    let Some((&key_word, options)) = rest.split_first() else {
-        return Err(format!("`{verb}` needs a key, e.g. `{verb} k0`"));
-    };
-    let key = key_of(w, key_word)?;
-    let (options, expect) = split_expect(options);
-    let (kind, uses) = match kind {
-        CallKind::Acquire => (CallKind::Acquire, Uses::of(CallKind::AcquireWait)),
-        other => (other, Uses::of(other)),
-    };
-    let given = call_words(w, verb, uses, options)?;
-    let kind = match (kind, given.wait) {
-        (CallKind::Acquire, Some(_)) => CallKind::AcquireWait,
-        (kind, _) => kind,
-    };
-    if Uses::of(kind).ttl && given.ttl.is_none() {
-        return Err(format!("`{verb}` needs a ttl, e.g. `{verb} k{key} ttl 5s`"));
-    }
-    let expect = match expect {
-        Some(words) => Some(Expect::of_words(kind, verb, words)?),
-        None => None,
-    };
-    let call = OpChoice {
-        call: kind,
-        key,
-        owner: given.owner.unwrap_or(OwnerChoice::Own),
-        epoch: given.epoch.unwrap_or(EpochChoice::Own),
-        ttl: given.ttl.unwrap_or(Interval::ZERO),
-        wait: given.wait.unwrap_or(Interval::ZERO),
-        invalid: given.invalid,
-    };
-    Ok((call, expect))
-}
-
-fn key_of(w: &Workload, word: &str) -> Result<usize, String> {
-    match numbered("k", word) {
-        Some(k) if k < w.keys => Ok(k as usize),
-        Some(k) => Err(format!(
-            "key k{k} is out of range: the plan has {} ({})",
-            counted(w.keys, "key"),
-            span("k", w.keys)
-        )),
-        None => Err(format!(
-            "`{word}` is not a key: keys are named {} by their index (set by `keys N`)",
-            span("k", w.keys)
-        )),
-    }
-}
-
-/// Reads the `WORD VALUE` pairs after a call's key.
-fn call_words(w: &Workload, verb: &str, uses: Uses, options: &[&str]) -> Result<CallWords, String> {
-    let mut given = CallWords::default();
-    for pair in options.chunks(2) {
-        let &[word, value] = pair else {
-            return Err(format!("`{}` needs a value after it", pair[0]));
-        };
-        let allowed = match word {
-            "as" => uses.owner,
-            "epoch" => uses.epoch,
-            "ttl" => uses.ttl,
-            "wait" => uses.wait,
-            "invalid" => true,
-            _ => false,
-        };
-        if !allowed {
-            return Err(format!(
-                "`{verb}` takes no `{word}`: after the key it takes {}",
-                uses.words()
-            ));
-        }
-        let twice = match word {
-            "as" => once(&mut given.owner, owner_of(w, value)?),
-            "epoch" => once(&mut given.epoch, epoch_of(value)?),
-            "ttl" => once(&mut given.ttl, interval_of(value)?),
-            "wait" => once(&mut given.wait, interval_of(value)?),
-            _ => once(&mut given.invalid, invalid_of(value)?),
-        };
-        if twice {
-            return Err(format!("`{word}` is given twice"));
-        }
-    }
-    Ok(given)
-}
-
-/// Sets `slot`; true when it was already set.
-fn once<T>(slot: &mut Option<T>, value: T) -> bool {
-    let twice = slot.is_some();
-    *slot = Some(value);
-    twice
-}
-
-fn owner_of(w: &Workload, value: &str) -> Result<OwnerChoice, String> {
-    match (value, numbered("p", value)) {
-        ("own", _) => Ok(OwnerChoice::Own),
-        ("stranger", _) => Ok(OwnerChoice::Stranger),
-        (_, Some(p)) if p < w.processes => Ok(OwnerChoice::Slot(p)),
-        (_, Some(p)) => Err(format!(
-            "owner p{p} is out of range: {}; write `as stranger` for an owner no process acts as",
-            processes_span(w.processes)
-        )),
-        (_, None) => Err(format!(
-            "unknown owner `{value}`: write `as own`, `as stranger` or another process's owner \
-             (`as {}`)",
-            span("p", w.processes)
-        )),
-    }
-}
-
-fn epoch_of(value: &str) -> Result<EpochChoice, String> {
-    match value {
-        "own" => Ok(EpochChoice::Own),
-        "stale" => Ok(EpochChoice::Stale),
-        "seen" => Ok(EpochChoice::Seen),
-        number => number.parse().map(EpochChoice::Guess).map_err(|_| {
-            format!("unknown epoch `{value}`: write own, stale, seen or a number, e.g. `epoch 3`")
-        }),
-    }
-}
-
-fn invalid_of(value: &str) -> Result<InvalidInput, String> {
-    INVALID_INPUTS
-        .into_iter()
-        .find(|bad| invalid_word(*bad) == value)
-        .ok_or_else(|| {
-            let names: Vec<&str> = INVALID_INPUTS.into_iter().map(invalid_word).collect();
-            format!(
-                "unknown invalid input `{value}`: write one of {}",
-                names.join(", ")
             )
         })
 }

@@ -1,7 +1,8 @@
 //! The task of one process: owns its recorder [`Session`], runs the steps it is sent in
-//! order and sends each answer back on the runner's channel.
+//! order and sends each answer back on the runner's channel. A lapse runs beside the
+//! session, on a connection of the recorder's own ([`Recorder::lapse_on`]).
 
-use crate::recorder::{Begun, RecorderError, Session};
+use crate::recorder::{Begun, Recorder, RecorderError, Session};
 use model::{Isolation, Op, OpRecord, TxnEnd};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -15,6 +16,8 @@ pub(super) enum Action {
     Commit,
     Rollback,
     Pause(Duration),
+    /// The clock-independent lapse of this key.
+    Lapse(String),
 }
 
 pub(super) struct Command {
@@ -31,6 +34,9 @@ pub(super) enum Answer {
     Skipped,
     /// Idle for the pause's length.
     Paused,
+    /// A lapse made and recorded: whether a live lease was there (`None`: its answer was
+    /// lost).
+    Lapsed(Option<bool>),
 }
 
 pub(super) struct Done {
@@ -44,13 +50,14 @@ pub(super) struct Done {
 /// The task of one process: runs the steps it is sent on its session, in order.
 pub(super) async fn process_task(
     slot: usize,
+    recorder: Arc<Recorder>,
     mut session: Session,
     pid: Arc<AtomicI32>,
     mut commands: mpsc::UnboundedReceiver<Command>,
     done: mpsc::UnboundedSender<Done>,
 ) {
     while let Some(Command { step, action }) = commands.recv().await {
-        let answer = perform(&mut session, &pid, action).await;
+        let answer = perform(&recorder, &mut session, &pid, action).await;
         let in_txn = session.txn().is_some();
         let sent = done.send(Done {
             slot,
@@ -65,6 +72,7 @@ pub(super) async fn process_task(
 }
 
 async fn perform(
+    recorder: &Recorder,
     session: &mut Session,
     pid: &AtomicI32,
     action: Action,
@@ -82,5 +90,30 @@ async fn perform(
             tokio::time::sleep(idle).await;
             Ok(Answer::Paused)
         }
+        Action::Lapse(key) => lapse(recorder, pid, &key).await.map(Answer::Lapsed),
     }
+}
+
+/// Lapses `key` on a new connection of the recorder's own, recorded as a `lapse` nemesis
+/// event. While it runs, the process's backend for the monitor is that connection's (its
+/// UPDATE waits for the row lock of a transaction writing the key like any write), then
+/// the session's again.
+async fn lapse(
+    recorder: &Recorder,
+    pid: &AtomicI32,
+    key: &str,
+) -> Result<Option<bool>, RecorderError> {
+    let admin = recorder.lapse_client(key).await?;
+    let own = pid.load(Ordering::Acquire);
+    if let Ok(row) = admin
+        .query_one("SELECT pg_catalog.pg_backend_pid()", &[])
+        .await
+    {
+        if let Ok(lapser) = row.try_get::<_, i32>(0) {
+            pid.store(lapser, Ordering::Release);
+        }
+    }
+    let applied = recorder.lapse_on(&admin, key).await;
+    pid.store(own, Ordering::Release);
+    applied
 }

@@ -46,6 +46,7 @@ pub fn step_text(s: &PlanStep) -> String {
         Step::Commit => "commit".into(),
         Step::Rollback => "rollback".into(),
         Step::Pause(idle) => format!("pause {}", duration_text(*idle)),
+        Step::Lapse(k) => format!("lapse k{k}"),
     };
     match (&s.action, &s.expect) {
         (Step::Call(_), Some(expect)) => {

@@ -1,6 +1,8 @@
+use super::print::INVALID_INPUTS;
 use super::*;
 use crate::plan::{Origin, PlanConfig, PlanStrategy};
 use crate::races::race_plans;
+use crate::workload::InvalidInput;
 use crate::workload::{step_strategy, Memory};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -315,12 +317,12 @@ fn misplaced_or_unknown_lines_name_their_line_and_what_to_write() {
         (
             "p0 grab k0\n",
             "line 1: unknown action `grab`: write acquire, renew, release, inspect, begin, \
-             commit, rollback or pause",
+             commit, rollback, pause or lapse",
         ),
         (
             "p0\n",
             "line 1: p0 needs an action: acquire, renew, release, inspect, begin, commit, \
-             rollback or pause",
+             rollback, pause or lapse",
         ),
         (
             "p0 inspect k0\nkeys 1\n",
@@ -507,7 +509,7 @@ fn any_call(processes: u32, keys: u32) -> impl Strategy<Value = OpChoice> {
 }
 
 /// Plans of every kind of step: the workload's drawn steps (invalid inputs among them),
-/// calls with any field, pauses; any names.
+/// calls with any field, pauses, lapses; any names.
 fn any_plan() -> impl Strategy<Value = Plan> {
     let shape = (
         crate::workload::PROCESSES,
@@ -528,6 +530,7 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                 4 => step_strategy(&workload),
                 2 => any_call(processes, keys).prop_map(Step::Call),
                 1 => any_pause().prop_map(Step::Pause),
+                1 => (0..keys as usize).prop_map(Step::Lapse),
             ];
             let expect = proptest::option::of(any::<usize>());
             let steps = proptest::collection::vec((0..processes, step, expect), 1..24);

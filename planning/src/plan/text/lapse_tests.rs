@@ -1,0 +1,135 @@
+//! The lapse step's text: it reads back, it is refused with its line when malformed, and
+//! drawn plans never contain it.
+
+use super::*;
+use crate::plan::{Origin, PlanConfig};
+
+const TAKEOVER: &str = "\
+processes 2
+keys 1
+names shared-owners
+p0 acquire k0 ttl 1h expect granted
+p0 lapse k0
+p1 acquire k0 ttl 1h expect granted
+p0 renew k0 ttl 1h expect lapsed
+";
+
+#[test]
+fn a_lapse_reads_as_written_and_prints_back() {
+    let plan = Plan::from_text(TAKEOVER).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plan.steps.len(), 4);
+    assert_eq!(plan.steps[1], PlanStep::new(0, Step::Lapse(0)));
+    let text = plan.to_text();
+    assert!(text.contains("\np0 lapse k0\n"), "{text}");
+    let back = Plan::from_text(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(back, plan);
+    assert!(
+        plan.lines()[1].starts_with("1: p0 LAPSE "),
+        "{:?}",
+        plan.lines()
+    );
+}
+
+#[test]
+fn malformed_lapses_are_refused_with_their_line() {
+    let head = "processes 2\nkeys 1\np0 acquire k0 ttl 1h\n";
+    let cases = [
+        (
+            "p0 lapse",
+            "line 4: `lapse` takes one key and nothing more, e.g. `lapse k0`",
+        ),
+        (
+            "p0 lapse k0 k0",
+            "line 4: `lapse` takes one key and nothing more",
+        ),
+        (
+            "p0 lapse k0 ttl 1s",
+            "line 4: `lapse` takes one key and nothing more",
+        ),
+        (
+            "p0 lapse k1",
+            "line 4: key k1 is out of range: the plan has 1 key (k0)",
+        ),
+        ("p0 lapse x", "line 4: `x` is not a key"),
+        ("p2 lapse k0", "line 4: process p2 is out of range"),
+        ("p0 lapse k0 expect ok", "line 4: `lapse` takes no `expect`"),
+        (
+            "p1 begin\np1 lapse k0\np1 commit",
+            "line 5: p1 has a transaction open (begun on line 4): a lapse runs on a connection \
+             of its own",
+        ),
+    ];
+    for (lines, want) in cases {
+        let text = format!("{head}{lines}\n");
+        match Plan::from_text(&text) {
+            Err(e) => assert!(e.to_string().starts_with(want), "{e}\nwanted: {want}"),
+            Ok(plan) => panic!("read {plan:?} from\n{text}"),
+        }
+    }
+    // Another process's transaction does not stop a lapse (it may wait for its lock).
+    let other = format!("{head}p1 begin\np0 lapse k0\np1 commit\n");
+    assert!(Plan::from_text(&other).is_ok());
+}
+
+#[test]
+fn a_plan_built_in_code_refuses_a_lapse_it_cannot_run() {
+    let w = Workload {
+        processes: 2,
+        keys: 1,
+        ..stepped_workload()
+    };
+    let begin = PlanStep::new(0, Step::Begin(Isolation::ReadCommitted));
+    let lapse = PlanStep::new(0, Step::Lapse(0));
+    let in_txn = Plan::new(w.clone(), vec![begin, lapse.clone()]);
+    assert!(
+        matches!(
+            in_txn,
+            Err(PlanError::Lapse {
+                step: 1,
+                process: 0,
+                ..
+            })
+        ),
+        "{in_txn:?}"
+    );
+    let beyond = Plan::new(w.clone(), vec![PlanStep::new(1, Step::Lapse(3))]);
+    assert!(
+        matches!(
+            beyond,
+            Err(PlanError::Lapse {
+                step: 0,
+                process: 1,
+                ..
+            })
+        ),
+        "{beyond:?}"
+    );
+    // A lapse expects no answer.
+    let expecting = PlanStep {
+        expect: Some(
+            Expect::of_words(CallKind::Renew, "renew", &["ok"]).unwrap_or_else(|e| panic!("{e}")),
+        ),
+        ..lapse
+    };
+    assert!(matches!(
+        Plan::new(w, vec![expecting]),
+        Err(PlanError::Expect { step: 0, .. })
+    ));
+}
+
+#[test]
+fn drawn_plans_never_lapse() {
+    for config in [PlanConfig::default(), PlanConfig::contended()] {
+        for seed in 0..300 {
+            let plan = Plan::from_seed(&config, seed).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(plan.origin, Origin::Seed(seed));
+            assert!(
+                !plan
+                    .steps
+                    .iter()
+                    .any(|s| matches!(s.action, Step::Lapse(_))),
+                "{plan:?}"
+            );
+        }
+    }
+}
