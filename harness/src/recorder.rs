@@ -274,14 +274,26 @@ impl Recorder {
     /// The clock-independent lapse on a connection of the recorder's own (its role must be
     /// allowed to write `lease.leases`): see [`Recorder::lapse_on`].
     pub async fn lapse(&self, key: &str) -> Result<Option<bool>, RecorderError> {
-        let client = self.lapse_client(key).await?;
+        let client = self.open().await.map_err(|e| RecorderError::Lapse {
+            key: key.to_string(),
+            detail: format!("cannot connect: {}", describe(&e)),
+        })?;
         self.lapse_on(&client, key).await
     }
 
-    /// A connection of the recorder's own, as its sessions connect, to lapse `key` on with
-    /// [`Recorder::lapse_on`]; failing to connect is the lapse's [`RecorderError::Lapse`].
+    /// A connection of the recorder's own to lapse `key` on with [`Recorder::lapse_on`]: its
+    /// role, without its sessions' settings (the injection is the harness's, not a call
+    /// under test: a read-only, timed-out or other session setting must not refuse it);
+    /// failing to connect is the lapse's [`RecorderError::Lapse`].
     pub async fn lapse_client(&self, key: &str) -> Result<Client, RecorderError> {
-        self.open().await.map_err(|e| RecorderError::Lapse {
+        let opened = async {
+            let (client, connection) = self.config.connect(NoTls).await?;
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            Ok::<_, tokio_postgres::Error>(client)
+        };
+        opened.await.map_err(|e| RecorderError::Lapse {
             key: key.to_string(),
             detail: format!("cannot connect: {}", describe(&e)),
         })

@@ -90,81 +90,6 @@ pub(super) async fn same_owner_acquire_is_idempotent_and_writes_nothing(
     Ok(())
 }
 
-/// A renew and a release of `key` by `owner` with `epoch`.
-async fn renew_and_release(s: &mut Session, key: &str, owner: &str, epoch: i64) -> CheckResult {
-    call(s, renew(key, owner, epoch, S(60))).await?;
-    call(s, release(key, owner, epoch)).await?;
-    Ok(())
-}
-
-pub(super) async fn renew_and_release_statuses_follow_precedence(ctx: &Ctx<'_>) -> CheckResult {
-    let (_, script) = script(ctx).await?;
-    let mut s = script.session().await?;
-    let ttl = S(60);
-    // Unknown key.
-    renew_and_release(&mut s, "unknown", "a", 1).await?;
-    // Free key (released).
-    let got = call(&mut s, acquire("free", "a", ttl, Duration::ZERO)).await?;
-    let ep = grant!(script, got);
-    call(&mut s, release("free", "a", ep)).await?;
-    renew_and_release(&mut s, "free", "a", ep).await?;
-    // Live lease of another owner (even with the right epoch).
-    let got = call(&mut s, acquire("other", "b", ttl, Duration::ZERO)).await?;
-    let ep = grant!(script, got);
-    renew_and_release(&mut s, "other", "a", ep).await?;
-    // Lapsed lease of another owner.
-    let got = call(&mut s, acquire("other-lapsed", "b", ttl, Duration::ZERO)).await?;
-    let ep = grant!(script, got);
-    script.lapse("other-lapsed").await?;
-    renew_and_release(&mut s, "other-lapsed", "a", ep).await?;
-    // Own lapsed lease, with a wrong and with the right epoch.
-    let got = call(&mut s, acquire("own-lapsed", "a", ttl, Duration::ZERO)).await?;
-    let ep = grant!(script, got);
-    script.lapse("own-lapsed").await?;
-    renew_and_release(&mut s, "own-lapsed", "a", ep + 7).await?;
-    renew_and_release(&mut s, "own-lapsed", "a", ep).await?;
-    // Own live lease with a stale and with a future epoch.
-    let got = call(&mut s, acquire("own-live", "a", ttl, Duration::ZERO)).await?;
-    let ep = grant!(script, got);
-    call(&mut s, renew("own-live", "a", ep - 1, ttl)).await?;
-    call(&mut s, release("own-live", "a", ep + 1)).await?;
-    // None of the failures changed anything.
-    call(&mut s, inspect("own-live")).await?;
-    call(&mut s, inspect("own-lapsed")).await?;
-    script.judge().await
-}
-
-pub(super) async fn lapsed_lease_is_taken_over_at_once_with_a_greater_epoch(
-    ctx: &Ctx<'_>,
-) -> CheckResult {
-    let (_, script) = script(ctx).await?;
-    let mut s = script.session().await?;
-    let got = call(
-        &mut s,
-        acquire("job-42", "worker-a1", MS(300), Duration::ZERO),
-    )
-    .await?;
-    let e1 = grant!(script, got);
-    tokio::time::sleep(MS(400)).await;
-    call(&mut s, renew("job-42", "worker-a1", e1, S(30))).await?;
-    let got = call(
-        &mut s,
-        acquire("job-42", "worker-b2", S(30), Duration::ZERO),
-    )
-    .await?;
-    let e2 = grant!(script, got);
-    renew_and_release(&mut s, "job-42", "worker-a1", e1).await?;
-    // The same owner re-acquiring its own lapsed lease gets a new epoch too.
-    script.lapse("job-42").await?;
-    call(
-        &mut s,
-        acquire("job-42", "worker-b2", S(30), Duration::ZERO),
-    )
-    .await?;
-    call(&mut s, renew("job-42", "worker-b2", e2, S(30))).await?;
-    script.judge().await
-}
-
 pub(super) async fn blocking_acquire_is_woken_by_release(ctx: &Ctx<'_>) -> CheckResult {
     let (_, script) = script(ctx).await?;
     let mut a = script.session().await?;
@@ -272,33 +197,6 @@ pub(super) async fn aborted_transactions_change_nothing(ctx: &Ctx<'_>) -> CheckR
         return Err("division by zero succeeded".into());
     }
     Ok(())
-}
-
-pub(super) async fn distinct_keys_never_interact(ctx: &Ctx<'_>) -> CheckResult {
-    let (_, script) = script(ctx).await?;
-    let mut s = script.session().await?;
-    let got = call(
-        &mut s,
-        acquire("job-42", "worker-a1", S(30), Duration::ZERO),
-    )
-    .await?;
-    let e42 = grant!(script, got);
-    call(
-        &mut s,
-        acquire("job-43", "worker-a1", S(30), Duration::ZERO),
-    )
-    .await?;
-    call(
-        &mut s,
-        acquire("job-44", "worker-b2", S(30), Duration::ZERO),
-    )
-    .await?;
-    call(&mut s, release("job-42", "worker-a1", e42)).await?;
-    script.lapse("job-44").await?;
-    call(&mut s, inspect("job-43")).await?;
-    call(&mut s, inspect("job-42")).await?;
-    call(&mut s, inspect("job-44")).await?;
-    script.judge().await
 }
 
 pub(super) async fn exactly_one_of_concurrent_acquirers_wins(ctx: &Ctx<'_>) -> CheckResult {

@@ -3,7 +3,8 @@
 //! `harness/plans/conformance/NAME.plan` and run by the one stepped runner
 //! ([`crate::stepped`]) under the check's session settings, on a fresh database of the
 //! check. The model's checker judges the history, and each call with an `expect` must give
-//! that answer ([`crate::stepped::Report::judgement`]).
+//! that answer ([`crate::stepped::Report::judgement`]). A plan that needs a lease to lapse
+//! now injects the lapse (`pN lapse kK`), recorded as a nemesis event the checker applies.
 
 use super::{infra, CheckResult, Ctx, Failure};
 use crate::campaign::Silent;
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Each plan check's name and text.
-pub(super) const PLANS: [(&str, &str); 5] = [
+pub(super) const PLANS: [(&str, &str); 8] = [
     (
         "acquire_grants_epoch_1_expiring_at_server_time_plus_ttl",
         include_str!(
@@ -29,10 +30,24 @@ pub(super) const PLANS: [(&str, &str); 5] = [
         include_str!("../../plans/conformance/release_frees_and_advances_the_epoch.plan"),
     ),
     (
+        "renew_and_release_statuses_follow_precedence",
+        include_str!("../../plans/conformance/renew_and_release_statuses_follow_precedence.plan"),
+    ),
+    (
         "inspect_tells_never_leased_free_held_and_lapsed_apart",
         include_str!(
             "../../plans/conformance/inspect_tells_never_leased_free_held_and_lapsed_apart.plan"
         ),
+    ),
+    (
+        "lapsed_lease_is_taken_over_at_once_with_a_greater_epoch",
+        include_str!(
+            "../../plans/conformance/lapsed_lease_is_taken_over_at_once_with_a_greater_epoch.plan"
+        ),
+    ),
+    (
+        "distinct_keys_never_interact",
+        include_str!("../../plans/conformance/distinct_keys_never_interact.plan"),
     ),
     (
         "a_write_that_waited_across_its_leases_expiry_answers_lapsed",

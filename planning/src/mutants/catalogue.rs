@@ -229,7 +229,7 @@ pub const MUTANTS: &[Mutant] = &[
             "                   epoch = l.epoch + 1\n             WHERE l.key = release.key COLLATE \"C\";",
             "                   epoch = l.epoch + 1;",
         )],
-        caught_by: &[],
+        caught_by: &["distinct_keys_never_interact"],
     },
     // ---- Input validation ---------------------------------------------------------------
     Mutant {
