@@ -29,9 +29,9 @@ use super::monitor::{self, MonitorError};
 use super::plan::{call_sql, describe, Plan};
 use super::stall::{Sighting, StepFacts};
 use crate::progress::Progress;
-use crate::recorder::{Begun, Recorder, RecorderError};
+use crate::recorder::{Recorder, RecorderError};
 use crate::workload::{Memory, Step};
-use model::{Op, OpId, OpResult, Outcome};
+use model::{Op, OpId};
 use session::{process_task, Action, Answer, Command, Done};
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -549,26 +549,16 @@ impl<'a> Runner<'a> {
         }
         let answer = done.answer.map_err(RunError::Recorder)?;
         let log = &mut self.logs[done.step];
-        log.answer = Some(match answer {
-            Answer::Op(record) => {
-                s.memory
-                    .learn(&record, &self.plan.workload.owner(done.slot as u32));
-                log.op = Some(record.id);
-                self.unmet
-                    .extend(super::expect::compare(self.plan, done.step, &record.result));
-                self.answered_ops += 1;
-                self.progress.recorded(self.answered_ops);
-                summary(&record.result)
-            }
-            Answer::Begun(Begun::Open(id)) => format!("transaction {id} open"),
-            Answer::Begun(Begun::Lost) => "BEGIN lost: process retired".into(),
-            Answer::Ended(end) => format!("transaction ended {end:?}"),
-            Answer::Skipped => "skipped: no transaction open (an error had ended it)".into(),
-            Answer::Paused => "idled".into(),
-            Answer::Lapsed(Some(true)) => "lapse injected: the live lease expired now".into(),
-            Answer::Lapsed(Some(false)) => "lapse injected: no live lease to expire".into(),
-            Answer::Lapsed(None) => "lapse injected: its answer was lost".into(),
-        });
+        log.answer = Some(answer.text());
+        if let Answer::Op(record) = answer {
+            s.memory
+                .learn(&record, &self.plan.workload.owner(done.slot as u32));
+            log.op = Some(record.id);
+            self.unmet
+                .extend(super::expect::compare(self.plan, done.step, &record.result));
+            self.answered_ops += 1;
+            self.progress.recorded(self.answered_ops);
+        }
         Ok(())
     }
 }
@@ -595,23 +585,4 @@ fn initial_logs(plan: &Plan) -> Vec<StepLog> {
 
 fn is_blocking_acquire(op: &Op<String, String>) -> bool {
     matches!(op, Op::Acquire { wait: Some(w), .. } if w.is_positive())
-}
-
-/// An op's result, briefly.
-fn summary(result: &OpResult) -> String {
-    match result {
-        OpResult::Ok(Outcome::Acquired { epoch, .. }) => format!("acquired, epoch {epoch}"),
-        OpResult::Ok(Outcome::Inspected(row)) => match row {
-            None => "no row".into(),
-            Some(r) => format!(
-                "held {} by {:?}, epoch {}",
-                r.held,
-                r.owner.as_deref().unwrap_or("-"),
-                r.epoch
-            ),
-        },
-        OpResult::Ok(o) => format!("{o:?}"),
-        OpResult::Fail { sqlstate, message } => format!("error {sqlstate}: {message}"),
-        OpResult::Unknown { reason } => format!("unknown: {reason}"),
-    }
 }

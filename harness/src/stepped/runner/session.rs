@@ -1,9 +1,10 @@
 //! The task of one process: owns its recorder [`Session`], runs the steps it is sent in
 //! order and sends each answer back on the runner's channel. A lapse runs beside the
-//! session, on a connection of the recorder's own ([`Recorder::lapse_on`]).
+//! session, on a connection of the recorder's own ([`Recorder::lapse_on`]). What came back
+//! reads briefly in the step's log ([`Answer::text`]).
 
 use crate::recorder::{Begun, Recorder, RecorderError, Session};
-use model::{Isolation, Op, OpRecord, TxnEnd};
+use model::{Isolation, Op, OpRecord, OpResult, Outcome, TxnEnd};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +38,42 @@ pub(super) enum Answer {
     /// A lapse made and recorded: whether a live lease was there (`None`: its answer was
     /// lost).
     Lapsed(Option<bool>),
+}
+
+impl Answer {
+    /// The answer, briefly, for its step's log.
+    pub(super) fn text(&self) -> String {
+        match self {
+            Answer::Op(record) => summary(&record.result),
+            Answer::Begun(Begun::Open(id)) => format!("transaction {id} open"),
+            Answer::Begun(Begun::Lost) => "BEGIN lost: process retired".into(),
+            Answer::Ended(end) => format!("transaction ended {end:?}"),
+            Answer::Skipped => "skipped: no transaction open (an error had ended it)".into(),
+            Answer::Paused => "idled".into(),
+            Answer::Lapsed(Some(true)) => "lapse injected: the live lease expired now".into(),
+            Answer::Lapsed(Some(false)) => "lapse injected: no live lease to expire".into(),
+            Answer::Lapsed(None) => "lapse injected: its answer was lost".into(),
+        }
+    }
+}
+
+/// An op's result, briefly.
+fn summary(result: &OpResult) -> String {
+    match result {
+        OpResult::Ok(Outcome::Acquired { epoch, .. }) => format!("acquired, epoch {epoch}"),
+        OpResult::Ok(Outcome::Inspected(row)) => match row {
+            None => "no row".into(),
+            Some(r) => format!(
+                "held {} by {:?}, epoch {}",
+                r.held,
+                r.owner.as_deref().unwrap_or("-"),
+                r.epoch
+            ),
+        },
+        OpResult::Ok(o) => format!("{o:?}"),
+        OpResult::Fail { sqlstate, message } => format!("error {sqlstate}: {message}"),
+        OpResult::Unknown { reason } => format!("unknown: {reason}"),
+    }
 }
 
 pub(super) struct Done {
