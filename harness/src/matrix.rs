@@ -1545,6 +1545,14 @@ pub fn expectation(setting: Setting, check: &str) -> Expect {
              machine is slow: some are cancelled (the documented 55P03/57014, nothing \
              changed), but the check requires an answer from every contender",
         ),
+        (Setting::StatementTimeout, "committed_state_survives_restart_and_crash") => {
+            Expect::NotRun(
+                "it crashes its server (and shuts it down immediately) and then writes: a \
+                 commit right after crash recovery waits for the recovery's own writes and \
+                 fsyncs, which took longer than 50 ms in every run on a loaded machine (CI), so \
+                 a cancel there says nothing about the build; it runs under every other setting",
+            )
+        }
         (
             Setting::StatementTimeout,
             "trusted_install_by_a_non_superuser_and_drop_destroys_state",
@@ -1592,10 +1600,33 @@ pub async fn conformance(
         Ok(r) => r,
         Err(e) => return (Verdict::Infrastructure(e.to_string()), String::new()),
     };
+    let isolation = plan.workload.isolations.last().map_or("?", |i| i.sql());
+    judge_conformance(
+        plan.setting,
+        isolation,
+        &report.outcomes,
+        selected.len(),
+        not_run,
+        &slow,
+    )
+}
+
+/// The conformance suite's verdict under `setting` (its sessions at `isolation`) from its
+/// `outcomes` (of `selected` checks; `not_run` left out by their expectation; `slow`: the
+/// checks that must pass and that the statement timeout cancelled in every run, which are
+/// no verdict, never a finding), with its figures.
+fn judge_conformance(
+    setting: Setting,
+    isolation: &str,
+    outcomes: &[conformance::Outcome],
+    selected: usize,
+    not_run: usize,
+    slow: &[&'static str],
+) -> (Verdict, String) {
     let mut problems = Vec::new();
     let (mut passed, mut refused, mut cancelled) = (0, 0, 0);
-    for o in &report.outcomes {
-        let expect = expectation(plan.setting, o.name);
+    for o in outcomes {
+        let expect = expectation(setting, o.name);
         match (&o.result, expect) {
             (Ok(()), Expect::Pass) => passed += 1,
             (Err(Failure::Violation(why)), Expect::Refused)
@@ -1615,12 +1646,13 @@ pub async fn conformance(
             (Ok(()), Expect::Refused) => problems.push(format!(
                 "{}: ran and passed at {}; SEMANTICS section 8 requires every call to be refused (55000)",
                 o.name,
-                plan.workload.isolations.last().map_or("?", |i| i.sql())
+                isolation
             )),
             (Ok(()), Expect::Cancelled) => problems.push(format!(
                 "{}: passed; its waits should have been cancelled by statement_timeout",
                 o.name
             )),
+            (Err(_), _) if slow.contains(&o.name) => {}
             (Err(why), _) => problems.push(format!(
                 "{}: {} (expected {expect:?})",
                 o.name,
@@ -1631,14 +1663,14 @@ pub async fn conformance(
     }
     let figures = format!(
         "{} checks run: {passed} passed, {refused} refused (55000) as required, {cancelled} cancelled by statement_timeout as required, {} wrong; {not_run} not run",
-        report.outcomes.len(),
+        outcomes.len(),
         problems.len()
     );
-    if report.outcomes.len() != selected.len() {
+    if outcomes.len() != selected {
         problems.push(format!(
             "{} of {} selected checks ran",
-            report.outcomes.len(),
-            selected.len()
+            outcomes.len(),
+            selected
         ));
     }
     let verdict = if !problems.is_empty() {
@@ -2078,6 +2110,38 @@ mod tests {
         let skipped = exact_expiries(&history(vec![lost, wrong_grant]));
         assert!(skipped.violations.is_empty());
         assert_eq!(skipped.skipped, 1);
+    }
+
+    /// A check that must pass and that the statement timeout cancelled in every run is no
+    /// verdict for the setting, never a finding (specs/GATE.md, the matrix suite); the same
+    /// outcome not cancelled in every run, or any other wrong answer, is a finding.
+    #[test]
+    fn a_check_cancelled_by_load_in_every_run_is_no_verdict_and_a_wrong_answer_a_finding() {
+        let plain = "denied_acquire_returns_nulls_and_writes_nothing";
+        let outcomes = |why: &str| {
+            vec![conformance::Outcome {
+                name: plain,
+                result: Err(Failure::Violation(why.into())),
+                elapsed: Duration::ZERO,
+            }]
+        };
+        let cancel = "57014: canceling statement due to statement timeout";
+        let judge = |o: &[conformance::Outcome], slow: &[&'static str]| {
+            judge_conformance(Setting::StatementTimeout, "READ COMMITTED", o, 1, 0, slow).0
+        };
+        let slow = judge(&outcomes(cancel), &[plain]);
+        assert!(
+            matches!(&slow, Verdict::Infrastructure(why) if why.contains(plain)),
+            "{slow:?}"
+        );
+        // Negative controls: a cancel that a rerun did not repeat (not slow), and a wrong answer.
+        let once = judge(&outcomes(cancel), &[]);
+        assert!(
+            matches!(&once, Verdict::Finding(why) if why.contains(plain)),
+            "{once:?}"
+        );
+        let wrong = judge(&outcomes("expected granted, came back denied"), &[]);
+        assert!(matches!(&wrong, Verdict::Finding(_)), "{wrong:?}");
     }
 
     #[test]
