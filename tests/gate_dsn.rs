@@ -79,21 +79,17 @@ fn checks(summary: &Value) -> Vec<(String, String, String)> {
     out
 }
 
-/// The suites of `args --list` whose every check needs a managed server.
-fn suites_needing_a_managed_server(args: &[&str]) -> BTreeSet<String> {
-    let listed = listed_with_needs(args).into_iter();
-    let managed_only = |checks: &[(String, bool)]| checks.iter().all(|(_, m)| *m);
-    listed
-        .filter(|(_, _, c)| managed_only(c))
-        .map(|(_, s, _)| s)
-        .collect()
-}
-
-/// The checks of `args --list` that need a managed server.
-fn checks_needing_a_managed_server(args: &[&str]) -> BTreeSet<String> {
-    let listed = listed_with_needs(args).into_iter();
-    let checks = listed.flat_map(|(_, _, c)| c.into_iter());
-    checks.filter(|(_, m)| *m).map(|(n, _)| n).collect()
+/// What `args --list` says needs a managed server: the suites whose every check does,
+/// and the checks that do.
+fn needing_a_managed_server(args: &[&str]) -> (BTreeSet<String>, BTreeSet<String>) {
+    let (mut suites, mut checks) = (BTreeSet::new(), BTreeSet::new());
+    for (_, suite, listed) in listed_with_needs(args) {
+        if listed.iter().all(|(_, managed)| *managed) {
+            suites.insert(suite);
+        }
+        checks.extend(listed.into_iter().filter(|(_, m)| *m).map(|(n, _)| n));
+    }
+    (suites, checks)
 }
 
 /// The shipped extension on an existing server: the conformance checks that need no
@@ -150,7 +146,7 @@ fn an_existing_server_is_gated_on_the_checks_that_need_no_restart() {
         .filter(|(n, _)| is_known(n))
         .collect();
     assert_eq!(ran_known, known);
-    let managed_only = suites_needing_a_managed_server(&args);
+    let (managed_only, managed) = needing_a_managed_server(&args);
     for (name, status) in suites.iter().filter(|(n, _)| !is_known(n)) {
         let want = if managed_only.contains(*name) {
             "skipped"
@@ -166,7 +162,6 @@ fn an_existing_server_is_gated_on_the_checks_that_need_no_restart() {
         .map(|c| c.name)
         .collect();
     assert!(!restarting.is_empty());
-    let managed = checks_needing_a_managed_server(&args);
     for (suite, check, status) in checks(&summary) {
         let want = match suite.as_str() {
             "conformance" if restarting.contains(check.as_str()) => "skipped",

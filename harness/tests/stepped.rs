@@ -2,6 +2,9 @@
 //! blocked steps, hangs, replay from a seed, shrinking, the timeline of a stepped
 //! violation, and the lock-behaviour mutants seen as stalls.
 
+#[path = "stepped/lapse.rs"]
+mod lapse;
+
 use harness::campaign::{InfraError, Outcome, Silent, Target};
 use harness::pg::{shared, test_majors};
 use harness::stepped::{

@@ -1,32 +1,19 @@
-//! The plan step `pN lapse kK` against a real server: the lease on the key expires at the
+//! (A module of tests/stepped.rs, sharing its runtime and stage.) The plan step `pN lapse
+//! kK` against a real server: the lease on the key expires at the
 //! server's current time, recorded as a `lapse` nemesis event, and the checker judges the
 //! calls after it against it. Its controls: the same history without the event is a
 //! violation, and the same plan without the lapse does not answer as it expects.
 
-use harness::campaign::{Outcome, Silent, Target};
+use super::{runtime, stage_for_pg_lease};
+use harness::campaign::{Outcome, Silent};
 use harness::judgement::Judgement;
-use harness::pg::{shared, test_majors};
 use harness::stepped::{self, Plan, Report, RunOptions, Stage, Waiting};
 use model::checker::{check, Verdict};
 use model::history::NemesisEffect;
 use model::CheckOptions;
 use std::sync::Arc;
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-}
-
-fn stage(rt: &tokio::runtime::Runtime) -> Stage<'static> {
-    let cluster = shared(test_majors()[0]).expect("a PostgreSQL cluster");
-    rt.block_on(Stage::new(cluster, Target::PgLease))
-        .expect("pg_lease installed")
-}
-
-fn run(rt: &tokio::runtime::Runtime, stage: &Stage<'_>, text: &str) -> Report {
+fn run_text(rt: &tokio::runtime::Runtime, stage: &Stage<'_>, text: &str) -> Report {
     let plan = Plan::from_text(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     rt.block_on(stepped::run(
         stage,
@@ -54,8 +41,8 @@ p1 renew k0 ttl 1h expect ok
 #[test]
 fn a_lapse_step_is_recorded_and_judged_and_the_check_fails_without_it() {
     let rt = runtime();
-    let stage = stage(&rt);
-    let report = run(&rt, &stage, TAKEOVER);
+    let stage = stage_for_pg_lease(&rt);
+    let report = run_text(&rt, &stage, TAKEOVER);
     assert_eq!(report.judgement(), Judgement::Pass, "{:#?}", report.steps);
     assert!(matches!(report.run.outcome, Outcome::Linearizable(_)));
     assert_eq!(
@@ -100,7 +87,7 @@ fn a_lapse_step_is_recorded_and_judged_and_the_check_fails_without_it() {
 
     // Control 2: the same plan without the lapse step does not answer as it expects.
     let no_lapse = TAKEOVER.replace("p0 lapse k0\n", "");
-    let report = run(&rt, &stage, &no_lapse);
+    let report = run_text(&rt, &stage, &no_lapse);
     match report.judgement() {
         Judgement::Finding { message, .. } => {
             for want in [
@@ -120,7 +107,7 @@ fn a_lapse_step_is_recorded_and_judged_and_the_check_fails_without_it() {
 #[test]
 fn a_lapse_waits_for_a_transaction_holding_the_row_lock() {
     let rt = runtime();
-    let stage = stage(&rt);
+    let stage = stage_for_pg_lease(&rt);
     let text = "\
 processes 2
 keys 1
@@ -132,7 +119,7 @@ p0 commit
 p1 acquire k0 ttl 1h expect granted
 p0 renew k0 ttl 1h expect not-owner
 ";
-    let report = run(&rt, &stage, text);
+    let report = run_text(&rt, &stage, text);
     assert_eq!(report.judgement(), Judgement::Pass, "{:#?}", report.steps);
     let lapse = &report.steps[3];
     assert_eq!(lapse.waited, Some(Waiting::BlockedBy(vec![0])), "{lapse:?}");
