@@ -3,7 +3,7 @@
 //! the GitHub workflow a user copies.
 
 mod common;
-use common::{each_check, expected_invariants, leasecheck, listed_checks, mutant, summary};
+use common::{each_check, killing_invariants, leasecheck, listed_checks, mutant, summary};
 
 use harness::extension::{ExtensionFiles, Mutant, MUTANTS};
 use serde_json::Value;
@@ -202,8 +202,8 @@ fn a_mutant_given_as_sql_fails_the_gate_naming_the_invariant() {
         let (code, summary, junit) = gate_mutant(m, &["campaign"]);
         let problems = not_passed(&summary);
         assert_eq!(code, 1, "{name}: {problems:#?}");
-        let expected = expected_invariants(m);
-        assert!(!expected.is_empty(), "the model names the invariant");
+        let expected = killing_invariants(m);
+        assert!(!expected.is_empty(), "the catalogue names the invariants");
         let named = problems.iter().find_map(|p| {
             let invariant =
                 p.4.as_ref()

@@ -7,6 +7,8 @@
 //! [`Kill`]:
 //! - [`Kill::Realises`]: it is the SQL form of a model mutation; a history verdict must name
 //!   that mutation's invariant, [`Mutation::expected`] (referenced, never restated);
+//! - [`Kill::RealisesOr`]: the same, where the SQL also breaks a second invariant the
+//!   checker may meet first; a verdict must name either;
 //! - [`Kill::Breaks`]: a race the model's spec mutations have no counterpart for (the spec
 //!   is atomic; these bugs live between the statements of one call); a history verdict must
 //!   name this invariant;
@@ -121,6 +123,10 @@ pub enum Kill {
     /// The mutant is this model mutation in SQL: a history verdict must name its invariant
     /// ([`Mutation::expected`]).
     Realises(Mutation),
+    /// The SQL form of a model mutation whose histories can also show a second symptom the
+    /// model mutation alone has not, which the checker may meet first: a verdict must name
+    /// the mutation's invariant or this one.
+    RealisesOr(Mutation, Invariant),
     /// A bug with no model-mutation counterpart (a race between the statements of one
     /// call): a history verdict must name this invariant.
     Breaks(Invariant),
@@ -140,6 +146,7 @@ impl Kill {
     pub fn invariants(self) -> Vec<Invariant> {
         match self {
             Kill::Realises(m) => m.expected().into_iter().collect(),
+            Kill::RealisesOr(m, also) => m.expected().into_iter().chain([also]).collect(),
             Kill::Breaks(inv) => vec![inv],
             Kill::BreaksEither(a, b) => vec![a, b],
             Kill::Stall | Kill::Finding(_) => vec![],
@@ -159,7 +166,7 @@ impl Kill {
     /// The model mutation realised, if any.
     pub fn mutation(self) -> Option<Mutation> {
         match self {
-            Kill::Realises(m) => Some(m),
+            Kill::Realises(m) | Kill::RealisesOr(m, _) => Some(m),
             _ => None,
         }
     }
@@ -390,5 +397,18 @@ mod tests {
         assert_eq!(m.kill, Kill::Realises(Mutation::ReleaseKeepsEpoch));
         assert_eq!(m.kill.invariant(), Mutation::ReleaseKeepsEpoch.expected());
         assert_eq!(Entry::Sql(m).mutation(), Some(Mutation::ReleaseKeepsEpoch));
+    }
+
+    /// A mutant that realises a mutation and breaks a second invariant beside it is killed
+    /// by a verdict naming either, and still counts as that mutation's SQL form.
+    #[test]
+    fn a_realised_mutation_with_a_second_symptom_is_killed_by_either() {
+        let m = find("acquire_ignores_holder").unwrap();
+        assert_eq!(m.kill.mutation(), Some(Mutation::AcquireIgnoresHolder));
+        let first = Mutation::AcquireIgnoresHolder.expected().unwrap();
+        assert!(m.kill.named_by(first));
+        assert!(m.kill.named_by(Invariant::ReacquireIdempotent));
+        assert!(!m.kill.named_by(Invariant::LapseIsFinal));
+        assert_eq!(m.kill.invariant(), Some(first));
     }
 }

@@ -3,7 +3,6 @@
 #![allow(dead_code)]
 
 use harness::extension::{Mutant, MUTANTS};
-use model::mutation::Mutation;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,29 +27,10 @@ pub fn summary(report: &Path) -> Value {
     serde_json::from_str(&text).expect("summary.json is JSON")
 }
 
-/// The invariant the model says a mutant of this name breaks (the model's catalogue names
-/// its mutations with dashes).
-pub fn expected_invariant(m: &Mutant) -> Option<String> {
-    let name = m.name.replace('_', "-");
-    Mutation::ALL
-        .iter()
-        .find(|x| x.name() == name)
-        .and_then(|x| x.expected())
-        .map(|i| i.to_string())
-}
-
-/// The invariants a finding about the SQL mutant `m` may name: the model's for its
-/// mutation, and those the SQL breaks beside it. `acquire_ignores_holder` ignores every
-/// holder, the caller too: where processes share an owner name its grant over the owner's
-/// own live lease is a new epoch, which breaks inv06 before any other owner is involved
-/// (CI, ci14: a campaign named inv06 first).
-#[allow(dead_code)]
-pub fn expected_invariants(m: &Mutant) -> Vec<String> {
-    let mut all: Vec<String> = expected_invariant(m).into_iter().collect();
-    if m.name == "acquire_ignores_holder" {
-        all.push(model::Invariant::ReacquireIdempotent.to_string());
-    }
-    all
+/// The invariants a finding that kills the SQL mutant `m` may name, as the checker prints
+/// them (the mutant catalogue's, [`harness::mutants::Kill::invariants`]).
+pub fn killing_invariants(m: &Mutant) -> Vec<String> {
+    m.kill.invariants().iter().map(|i| i.to_string()).collect()
 }
 
 /// The catalogued mutant `name`.
