@@ -102,14 +102,18 @@ pub(crate) const LAPSE_IGNORED: &[Invariant] = &[
     Invariant::MutualExclusion,
 ];
 
-/// A scripted situation (one function below each).
+/// A scripted situation: a plan (`failure/plans/NAME.plan`, played by the harness's
+/// stepped runner) or, where a plan cannot say it yet, a function of `checks::scripted`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Script {
-    /// `terminate`: a backend terminated idle in a transaction holding a grant, and mid-wait.
+    /// `terminate.plan`: a backend terminated idle in a transaction holding a grant, and
+    /// mid-wait.
     Terminate,
-    /// `cancel`: a blocking acquire mid-wait and a renew waiting for a row lock cancelled.
+    /// `cancel.plan`: a blocking acquire mid-wait and a renew waiting for a row lock
+    /// cancelled.
     Cancel,
-    /// `timeout_in_wait`: a server-side timeout fires inside a blocking acquire's wait.
+    /// `statement-timeout.plan`, `lock-timeout.plan`: a server-side timeout fires inside a
+    /// blocking acquire's wait.
     TimeoutInWait(TimeoutIn),
     /// `client_pause`: the holder stops for twice its TTL.
     ClientPause,

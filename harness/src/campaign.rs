@@ -832,9 +832,9 @@ impl Process {
                     self.session.rollback().await?;
                 }
                 Step::Pause(idle) => tokio::time::sleep(idle).await,
-                // A free-running process draws no lapse (only written plans lapse; the
-                // failure crate injects them into campaigns).
-                Step::Lapse(_) => {}
+                // A free-running process draws no lapse or signal (only written plans
+                // make them; the failure crate injects them into campaigns).
+                Step::Lapse(_) | Step::Signal(_) => {}
                 Step::Call(choice) => {
                     if !self.quota.claim() {
                         break;

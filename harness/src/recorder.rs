@@ -87,6 +87,10 @@ pub enum RecorderError {
     Lapse { key: String, detail: String },
 }
 
+/// How the reason of a call the recorder cancelled at its call timeout begins (its result
+/// is unknown): the call did not end within the bound.
+pub const CLIENT_TIMEOUT: &str = "no answer within the client timeout";
+
 /// How the recorder runs its calls.
 #[derive(Clone, Debug)]
 pub struct RecorderOptions {
@@ -886,7 +890,7 @@ impl Session {
         // The fate table's verdict on a client timeout is "unknown"; the reason says why.
         debug_assert!(model::fate::of(Condition::ClientTimeout).is_unknown());
         unknown(format!(
-            "no answer within the client timeout of {:?} (cancelled)",
+            "{CLIENT_TIMEOUT} of {:?} (cancelled)",
             self.recorder.call_timeout
         ))
     }

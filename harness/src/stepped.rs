@@ -1,6 +1,7 @@
 //! Stepped mode, like PostgreSQL's isolationtester: a [`Plan`] is a sequence of steps (a
 //! process and what it does: a lease call, BEGIN at an isolation level, COMMIT, ROLLBACK,
-//! a pause, or a written plan's injected lapse of a key, recorded as a nemesis event),
+//! a pause, or a written plan's injected fault, the lapse of a key or a cancel or
+//! terminate of the process's backend, recorded as a nemesis event),
 //! issued one at a time on the processes' recorder sessions; a step that blocks is left
 //! waiting while the plan goes on, and everything is recorded as history format v2 and
 //! judged by the model's checker, as a free-running campaign is.
@@ -236,7 +237,7 @@ pub async fn run(
         Err(e) => return failed(stage, Outcome::Infrastructure(e), None, Outputs::none(plan)),
     };
     let started = Instant::now();
-    let (result, outputs) = record(&recorder, stage, plan, options, progress.clone()).await;
+    let (result, outputs) = record(&recorder, &stage.admin, plan, options, progress.clone()).await;
     let record_time = started.elapsed();
     let finished = recorder.finish();
     let history = match (result, finished) {
@@ -277,19 +278,48 @@ async fn prepare(
     Ok(Arc::new(recorder))
 }
 
+/// What playing a plan on a caller's recorder gave ([`play`]).
+#[derive(Debug)]
+pub struct Played {
+    /// How each step went.
+    pub steps: Vec<StepLog>,
+    /// The calls that did not answer as their step expects.
+    pub unmet: Vec<Unmet>,
+    /// How the run ended: every step answered, or why not.
+    pub ended: Result<(), RunError>,
+}
+
+/// Plays `plan` on `recorder`'s sessions, as [`run`] does but on the caller's recorder and
+/// database as they are (not reset), with `monitor` a connection of the caller's to the
+/// same server (it reads pg_stat_activity and signals backends). The caller ends the
+/// history and judges it: the failure crate's fault checks, whose situations are plans.
+pub async fn play(
+    recorder: &Arc<Recorder>,
+    monitor: &Client,
+    plan: &Plan,
+    options: &RunOptions,
+    progress: Arc<dyn Progress>,
+) -> Played {
+    let (ended, outputs) = record(recorder, monitor, plan, options, progress).await;
+    Played {
+        steps: outputs.logs,
+        unmet: outputs.unmet,
+        ended,
+    }
+}
+
 /// Runs the plan's steps; how it ended and what the runner saw.
 async fn record(
     recorder: &Arc<Recorder>,
-    stage: &Stage<'_>,
+    monitor: &Client,
     plan: &Plan,
     options: &RunOptions,
     progress: Arc<dyn Progress>,
 ) -> (Result<(), RunError>, Outputs) {
-    let mut runner =
-        match Runner::start(recorder, plan, options.steps, &stage.admin, progress).await {
-            Ok(r) => r,
-            Err(e) => return (Err(e), Outputs::none(plan)),
-        };
+    let mut runner = match Runner::start(recorder, plan, options.steps, monitor, progress).await {
+        Ok(r) => r,
+        Err(e) => return (Err(e), Outputs::none(plan)),
+    };
     let result = runner.run().await;
     // Every call ends within the call timeout (the recorder cancels it); a margin for the
     // cancel's own round trip.

@@ -4,6 +4,8 @@
 
 #[path = "stepped/lapse.rs"]
 mod lapse;
+#[path = "stepped/signal.rs"]
+mod signal;
 
 use harness::campaign::{InfraError, Outcome, Silent, Target};
 use harness::pg::{shared, test_majors};

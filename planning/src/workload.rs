@@ -779,6 +779,30 @@ pub enum Step {
     /// connection of its own and recorded as a `lapse` nemesis event. Only written plans
     /// lapse; drawn steps never do.
     Lapse(usize),
+    /// The process's backend is signalled, now, whatever it is doing: its statement
+    /// cancelled, or the backend terminated (its open transaction rolled back, its call in
+    /// flight left unknown). Made from beside the process, recorded as a nemesis event
+    /// named after the signal. Only written plans signal; drawn steps never do.
+    Signal(Signal),
+}
+
+/// What a [`Step::Signal`] sends to a process's backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Signal {
+    /// `pg_cancel_backend`: the statement in flight fails with 57014.
+    Cancel,
+    /// `pg_terminate_backend`: the connection ends.
+    Terminate,
+}
+
+impl Signal {
+    /// `cancel` or `terminate`: the plan text's word and the nemesis event's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Signal::Cancel => "cancel",
+            Signal::Terminate => "terminate",
+        }
+    }
 }
 
 /// A process's own sequence of steps in free-running mode.
@@ -1027,7 +1051,7 @@ mod tests {
             match &step {
                 Step::Begin(_) => in_txn = true,
                 Step::Commit | Step::Rollback => in_txn = false,
-                Step::Pause(_) | Step::Lapse(_) => {}
+                Step::Pause(_) | Step::Lapse(_) | Step::Signal(_) => {}
                 Step::Call(c) => {
                     kinds.insert(format!("{:?}", c.call));
                     if c.invalid.is_some() {

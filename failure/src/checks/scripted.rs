@@ -2,13 +2,16 @@
 //! so that the fault meets exactly the state it is about (a blocking acquire mid-wait, a
 //! transaction holding a row lock, a COMMIT in flight, a lease expiring while the server
 //! is down). Each situation's history is judged by the checker first, then its own
-//! expectations are checked.
+//! expectations are checked. The kill and timeout situations are plans (`scripted/plans.rs`,
+//! `failure/plans/`) with their expectations as the plan's `expect`s; the time and commit
+//! situations (`scripted/timing.rs`) are still functions: they need a restart, a crash or a
+//! timed wake-up that a plan step cannot yet make.
 
 use super::rig::{Rig, Setup};
 use super::{doctor, judge, Breakage, CheckFailure, CheckResult, Passed, Script, TimeoutIn};
 use crate::error::FaultError;
 use crate::fault::Fault;
-use crate::inject::{Reach, Victim};
+use crate::inject::Reach;
 use crate::server::Stop;
 use harness::extension::ExtensionFiles;
 use harness::pg::PgInstall;
@@ -19,10 +22,9 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 use tokio_postgres::Client;
 
-mod kills;
+mod plans;
 mod timing;
 
-use kills::{cancel, terminate, timeout_in_wait};
 use timing::{
     abort_after_acquire, client_pause, commit_crash, downtime_expiry, short_ttl, wait_wake,
 };
@@ -106,12 +108,15 @@ pub(super) async fn run(
     })
 }
 
-/// `script` played on `rig`; `fault` names the nemesis events it records.
+/// `script` played on `rig`: its plan (failure/plans/) or its function; `fault` names the
+/// nemesis events it records.
 fn scenario<'a>(script: Script, fault: Fault, rig: &'a Rig) -> Scenario<'a> {
+    let plan = |text| -> Scenario<'a> { Box::pin(plans::play(rig, fault, text)) };
     match script {
-        Script::Terminate => Box::pin(terminate(rig)),
-        Script::Cancel => Box::pin(cancel(rig)),
-        Script::TimeoutInWait(timeout) => Box::pin(timeout_in_wait(rig, fault, timeout)),
+        Script::Terminate => plan(plans::TERMINATE),
+        Script::Cancel => plan(plans::CANCEL),
+        Script::TimeoutInWait(TimeoutIn::Statement) => plan(plans::STATEMENT_TIMEOUT),
+        Script::TimeoutInWait(TimeoutIn::Lock) => plan(plans::LOCK_TIMEOUT),
         Script::ClientPause => Box::pin(client_pause(rig, fault)),
         Script::ShortTtl => Box::pin(short_ttl(rig, fault)),
         Script::DowntimeExpiry => Box::pin(downtime_expiry(rig, fault)),
@@ -147,10 +152,6 @@ fn held(op: &OpRecord) -> Option<(Option<String>, i64)> {
         OpResult::Ok(Outcome::Inspected(Some(r))) if r.held => Some((r.owner.clone(), r.epoch)),
         _ => None,
     }
-}
-
-fn failed_with(op: &OpRecord, code: &str, text: &str) -> bool {
-    matches!(&op.result, OpResult::Fail { sqlstate, message } if sqlstate == code && message.contains(text))
 }
 
 async fn call(s: &mut Session, op: Op<String, String>) -> Result<OpRecord, CheckFailure> {

@@ -4,6 +4,7 @@
 //! `pg_sleep` (a blocking acquire between probes). A session blocked only by a backend
 //! outside the plan is not waiting: nothing in the plan can free it.
 
+use crate::workload::Signal;
 use std::collections::BTreeMap;
 use tokio_postgres::Client;
 
@@ -71,6 +72,22 @@ pub async fn snapshot(monitor: &Client, pids: &[i32]) -> Result<Snapshot, Monito
         backends.insert(pid, backend);
     }
     Ok(Snapshot { backends })
+}
+
+/// Sends `signal` to backend `pid` (`pg_cancel_backend`, `pg_terminate_backend`): whether
+/// the server found the backend to signal (and, for a terminate, saw it end within 5 s, so
+/// that the next step meets it gone: PostgreSQL 14 and later wait so when given a timeout).
+pub async fn signal(monitor: &Client, pid: i32, signal: Signal) -> Result<bool, MonitorError> {
+    let sql = match signal {
+        Signal::Cancel => "SELECT pg_cancel_backend($1)",
+        Signal::Terminate => "SELECT pg_terminate_backend($1, 5000)",
+    };
+    let failed = |source| MonitorError {
+        what: "signalling a backend",
+        source,
+    };
+    let row = monitor.query_one(sql, &[&pid]).await.map_err(failed)?;
+    row.try_get(0).map_err(failed)
 }
 
 /// Asks the server to cancel what `pid` runs (`pg_cancel_backend`).

@@ -30,8 +30,8 @@ use super::plan::{call_sql, describe, Plan};
 use super::stall::{Sighting, StepFacts};
 use crate::progress::Progress;
 use crate::recorder::{Recorder, RecorderError};
-use crate::workload::{Memory, Step};
-use model::{Op, OpId};
+use crate::workload::{Memory, Signal, Step};
+use model::{NemesisEffect, Op, OpId};
 use session::{process_task, Action, Answer, Command, Done};
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -121,6 +121,18 @@ pub enum RunError {
     },
     #[error("steps {steps:?} wait for sessions that no step of the plan is left to free")]
     Stuck { steps: Vec<usize> },
+    /// A signal step found no backend to signal (its process's connection had already
+    /// ended), or a terminated one outlived 5 s: the fault was not injected.
+    #[error(
+        "step {step} ({signal} p{process}): the server found no backend {pid} to signal, or \
+         it did not end within 5 s"
+    )]
+    NotSignalled {
+        step: usize,
+        process: u32,
+        signal: &'static str,
+        pid: i32,
+    },
     #[error("the session task of process {process} stopped")]
     SessionGone { process: u32 },
     #[error("every session task stopped before the plan's steps were answered")]
@@ -192,6 +204,7 @@ const STUCK_LOOKS: u32 = 3;
 
 pub(super) struct Runner<'a> {
     plan: &'a Plan,
+    recorder: Arc<Recorder>,
     options: StepOptions,
     monitor: &'a Client,
     slots: Vec<Slot>,
@@ -243,6 +256,7 @@ impl<'a> Runner<'a> {
             });
         }
         Ok(Runner {
+            recorder: Arc::clone(recorder),
             logs: initial_logs(plan),
             facts: vec![StepFacts::default(); plan.steps.len()],
             plan,
@@ -317,8 +331,12 @@ impl<'a> Runner<'a> {
         self.slots[slot].pending.map(|p| p.step) == Some(step)
     }
 
-    /// Issues `step`, or defers it while its process waits on a later step.
+    /// Issues `step`, or defers it while its process waits on a later step. A signal is
+    /// never deferred: it is made from beside its process, whatever that process waits for.
     async fn place(&mut self, step: usize) -> Result<(), RunError> {
+        if let Step::Signal(signal) = self.plan.steps[step].action {
+            return self.signal(step, signal).await;
+        }
         let slot = self.slot_of_step(step);
         let blocked = self.slots[slot].pending.is_some();
         if !self.slots[slot].deferred.is_empty()
@@ -368,6 +386,44 @@ impl<'a> Runner<'a> {
         self.settle(step).await
     }
 
+    /// Signals the backend of `step`'s process once every pending step is seen waiting,
+    /// recorded as a nemesis event named after the signal; then waits (at most
+    /// [`CANCEL_GRACE`]) for the step the process had pending to answer, so that no later
+    /// step races the signal (a COMMIT freeing the lock a cancelled call waits for).
+    async fn signal(&mut self, step: usize, signal: Signal) -> Result<(), RunError> {
+        self.quiesce().await?;
+        let slot = self.slot_of_step(step);
+        let process = self.plan.steps[step].process;
+        let pid = self.pid(slot);
+        self.logs[step].sql = Some(format!("SELECT pg_{}_backend({pid})", signal.name()));
+        self.logs[step].issued = Some(self.next_issue);
+        self.next_issue += 1;
+        let started = self.recorder.nemesis_start(signal.name());
+        let hit = monitor::signal(self.monitor, pid, signal).await;
+        let detail = match &hit {
+            Ok(true) => format!("{} backend {pid} of p{process}", signal.name()),
+            Ok(false) => format!("no backend {pid} of p{process} to {}", signal.name()),
+            Err(e) => format!("{} of backend {pid} failed: {e}", signal.name()),
+        };
+        self.recorder
+            .nemesis_end(started, NemesisEffect::None, detail.clone())
+            .map_err(RunError::Recorder)?;
+        if !hit? {
+            return Err(RunError::NotSignalled {
+                step,
+                process,
+                signal: signal.name(),
+                pid,
+            });
+        }
+        self.logs[step].answer = Some(detail);
+        if let Some(pending) = self.slots[slot].pending {
+            self.wait_answers(CANCEL_GRACE, Until::Answered(pending.step))
+                .await?;
+        }
+        Ok(())
+    }
+
     /// The action of `step` for its process now (a call's epoch from what it learnt), and
     /// the facts the stall judgement needs.
     fn action(&mut self, step: usize) -> Action {
@@ -413,6 +469,8 @@ impl<'a> Runner<'a> {
                 log.sql = Some(crate::client::expire_sql("lease.leases", &key));
                 Action::Lapse(key)
             }
+            // Made by the runner itself ([`Runner::signal`]), never sent to the process.
+            Step::Signal(_) => unreachable!("a signal step is never sent to its process"),
         }
     }
 

@@ -387,6 +387,7 @@ mod tests {
                     }
                     Step::Pause(_) => panic!("a drawn plan paused: {plan:?}"),
                     Step::Lapse(_) => panic!("a drawn plan lapsed: {plan:?}"),
+                    Step::Signal(_) => panic!("a drawn plan signalled: {plan:?}"),
                     Step::Call(c) => {
                         assert!(c.key < plan.workload.keys as usize);
                         kinds.insert(format!("{:?}", c.call));

@@ -13,7 +13,8 @@
 //! | `released` | release | status `ok` |
 //! | `lapsed`, `not-owner`, `epoch-mismatch` | renew, release | that status |
 //! | `held`, `free`, `never-leased` | inspect | a row held; a row not held; no row |
-//! | `error SQLSTATE` | any | that error, e.g. `error 22023` |
+//! | `error SQLSTATE` | any | that error, e.g. `error 22023` (a blocking acquire's wait running out is `timeout`, not `error 57014`) |
+//! | `unknown` | any | no answer: the effect is unknown (the backend terminated under it, the connection lost) |
 
 use crate::workload::CallKind;
 use model::{OpResult, Outcome};
@@ -39,10 +40,12 @@ pub enum Expect {
     NeverLeased,
     /// An error with this SQLSTATE (five digits or capital letters).
     Error(String),
+    /// No answer: the call's effect is unknown.
+    Unknown,
 }
 
 /// The answers without a value, by their words.
-const WORDS: [(&str, Expect); 11] = [
+const WORDS: [(&str, Expect); 12] = [
     ("granted", Expect::Granted),
     ("denied", Expect::Denied),
     ("timeout", Expect::Timeout),
@@ -54,6 +57,7 @@ const WORDS: [(&str, Expect); 11] = [
     ("held", Expect::Held),
     ("free", Expect::Free),
     ("never-leased", Expect::NeverLeased),
+    ("unknown", Expect::Unknown),
 ];
 
 /// Whether an expectation was met by what came back.
@@ -82,14 +86,15 @@ impl Expect {
     /// The answers a call of `kind` can give, as written after `expect`.
     pub fn answers(kind: CallKind) -> &'static [&'static str] {
         match kind {
-            CallKind::Acquire => &["granted", "denied", "error SQLSTATE"],
-            CallKind::AcquireWait => &["granted", "denied", "timeout", "error SQLSTATE"],
+            CallKind::Acquire => &["granted", "denied", "error SQLSTATE", "unknown"],
+            CallKind::AcquireWait => &["granted", "denied", "timeout", "error SQLSTATE", "unknown"],
             CallKind::Renew => &[
                 "ok",
                 "lapsed",
                 "not-owner",
                 "epoch-mismatch",
                 "error SQLSTATE",
+                "unknown",
             ],
             CallKind::Release => &[
                 "released",
@@ -97,8 +102,9 @@ impl Expect {
                 "not-owner",
                 "epoch-mismatch",
                 "error SQLSTATE",
+                "unknown",
             ],
-            CallKind::Inspect => &["held", "free", "never-leased", "error SQLSTATE"],
+            CallKind::Inspect => &["held", "free", "never-leased", "error SQLSTATE", "unknown"],
         }
     }
 
@@ -144,12 +150,15 @@ impl Expect {
 
     /// Whether `result` is this answer.
     pub fn met_by(&self, result: &OpResult) -> Met {
+        let outcome = result.outcome();
         if let (Expect::Error(code), OpResult::Fail { sqlstate, .. }) = (self, result) {
-            if code == sqlstate {
+            if code == sqlstate && outcome != Outcome::Timeout {
                 return Met::Yes;
             }
         }
-        let outcome = result.outcome();
+        if *self == Expect::Unknown && outcome == Outcome::Unknown {
+            return Met::Yes;
+        }
         let machine = match result {
             OpResult::Fail { sqlstate, .. } => machine_failure(sqlstate),
             _ => false,

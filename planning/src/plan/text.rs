@@ -35,7 +35,7 @@
 use super::expect::Expect;
 use super::{stepped_workload, Plan, PlanError, PlanStep};
 use crate::workload::{
-    CallKind, EpochChoice, Names, OpChoice, OwnerChoice, Step, Workload, KEYS, PROCESSES,
+    CallKind, EpochChoice, Names, OpChoice, OwnerChoice, Signal, Step, Workload, KEYS, PROCESSES,
 };
 use model::{Interval, Isolation};
 
@@ -400,7 +400,8 @@ fn span(prefix: &str, count: u32) -> String {
     }
 }
 
-const ACTIONS: &str = "acquire, renew, release, inspect, begin, commit, rollback, pause or lapse";
+const ACTIONS: &str =
+    "acquire, renew, release, inspect, begin, commit, rollback, pause, lapse, cancel or terminate";
 
 /// The step of process `process` that `words` (after the process) spell, and the answer
 /// it expects.
@@ -439,6 +440,11 @@ fn action_of(w: &Workload, process: u32, words: &[&str]) -> Result<(Step, Option
             [key] => step(key_of(w, key).map(Step::Lapse)),
             _ => Err("`lapse` takes one key and nothing more, e.g. `lapse k0`".into()),
         },
+        "cancel" | "terminate" if !rest.is_empty() => Err(format!(
+            "`{verb}` takes nothing after it: `p1 {verb}` signals p1's backend"
+        )),
+        "cancel" => Ok((Step::Signal(Signal::Cancel), None)),
+        "terminate" => Ok((Step::Signal(Signal::Terminate), None)),
         other => Err(format!("unknown action `{other}`: write {ACTIONS}")),
     }
 }

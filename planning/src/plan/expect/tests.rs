@@ -73,22 +73,22 @@ fn a_wrong_expectation_names_its_line_and_the_answers_the_call_gives() {
         (
             "p0 renew k0 ttl 5s expect granted",
             "line 3: a renew never answers `granted`: a renew answers `ok`, `lapsed`, \
-             `not-owner`, `epoch-mismatch`, `error SQLSTATE`",
+             `not-owner`, `epoch-mismatch`, `error SQLSTATE`, `unknown`",
         ),
         (
             "p0 acquire k0 ttl 5s expect timeout",
             "line 3: an acquire never answers `timeout`: an acquire answers `granted`, \
-             `denied`, `error SQLSTATE`",
+             `denied`, `error SQLSTATE`, `unknown`",
         ),
         (
             "p0 inspect k0 expect",
             "line 3: `expect` needs an answer: an inspect answers `held`, `free`, \
-             `never-leased`, `error SQLSTATE`",
+             `never-leased`, `error SQLSTATE`, `unknown`",
         ),
         (
             "p0 release k0 expect freed",
             "line 3: unknown answer `freed`: a release answers `released`, `lapsed`, \
-             `not-owner`, `epoch-mismatch`, `error SQLSTATE`",
+             `not-owner`, `epoch-mismatch`, `error SQLSTATE`, `unknown`",
         ),
         (
             "p0 release k0 expect error",
@@ -224,4 +224,36 @@ fn an_answer_meets_only_its_own_expectation_and_a_lost_one_none() {
         answer_text(&fail("55000", "pg_lease needs READ COMMITTED")),
         "error 55000: pg_lease needs READ COMMITTED"
     );
+}
+
+/// `unknown` is met by a call whose effect is unknown and by nothing that answered;
+/// `error 57014` is not met by a blocking acquire's wait running out (that is `timeout`),
+/// but is by a cancelled statement.
+#[test]
+fn unknown_and_a_cancel_are_told_from_answers_and_a_wait_running_out() {
+    let unknown = OpResult::Unknown {
+        reason: "connection lost".into(),
+    };
+    assert_eq!(Expect::Unknown.met_by(&unknown), Met::Yes);
+    assert_eq!(
+        Expect::Unknown.met_by(&OpResult::Ok(model::Outcome::Denied)),
+        Met::No
+    );
+    let cancelled = OpResult::Fail {
+        sqlstate: "57014".into(),
+        message: "canceling statement due to user request".into(),
+    };
+    let code = Expect::Error("57014".into());
+    assert_eq!(code.met_by(&cancelled), Met::Yes);
+    assert_eq!(Expect::Unknown.met_by(&cancelled), Met::No);
+    let ran_out = OpResult::Fail {
+        sqlstate: "57014".into(),
+        message: format!("{} after 50 ms", model::fate::WAIT_EXHAUSTED_PREFIX),
+    };
+    assert_eq!(ran_out.outcome(), model::Outcome::Timeout, "{ran_out:?}");
+    assert_eq!(code.met_by(&ran_out), Met::No);
+    assert_eq!(Expect::Timeout.met_by(&ran_out), Met::Yes);
+    for kind in [CallKind::Acquire, CallKind::Renew, CallKind::Inspect] {
+        assert!(Expect::Unknown.fits(kind), "{kind:?}");
+    }
 }

@@ -133,3 +133,43 @@ fn drawn_plans_never_lapse() {
         }
     }
 }
+
+/// A signal step (`p1 cancel`, `p0 terminate`) reads back as written, in or out of a
+/// transaction, and is refused with its line when given words after it.
+#[test]
+fn signal_steps_read_as_written_and_print_back() {
+    use crate::workload::Signal;
+    let text = "\
+processes 2
+keys 1
+p0 begin
+p0 acquire k0 ttl 1min expect granted
+p0 terminate
+p0 commit
+p1 acquire k0 ttl 1min wait 30s expect unknown
+p1 cancel
+";
+    let plan = Plan::from_text(text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        plan.steps[2],
+        PlanStep::new(0, Step::Signal(Signal::Terminate))
+    );
+    assert_eq!(
+        plan.steps[5],
+        PlanStep::new(1, Step::Signal(Signal::Cancel))
+    );
+    let printed = plan.to_text();
+    assert!(printed.contains("\np0 terminate\n"), "{printed}");
+    assert!(printed.contains("\np1 cancel\n"), "{printed}");
+    assert_eq!(Plan::from_text(&printed), Ok(plan.clone()));
+    assert!(
+        plan.lines()[5].starts_with("5: p1 CANCEL"),
+        "{:?}",
+        plan.lines()
+    );
+    let refused = Plan::from_text("processes 2\nkeys 1\np0 cancel p0\n");
+    assert_eq!(
+        refused.map_err(|e| e.to_string()),
+        Err("line 3: `cancel` takes nothing after it: `p1 cancel` signals p1's backend".into())
+    );
+}

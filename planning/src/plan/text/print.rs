@@ -47,6 +47,7 @@ pub fn step_text(s: &PlanStep) -> String {
         Step::Rollback => "rollback".into(),
         Step::Pause(idle) => format!("pause {}", duration_text(*idle)),
         Step::Lapse(k) => format!("lapse k{k}"),
+        Step::Signal(signal) => signal.name().to_string(),
     };
     match (&s.action, &s.expect) {
         (Step::Call(_), Some(expect)) => {

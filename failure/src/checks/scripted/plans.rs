@@ -1,0 +1,172 @@
+//! The situations written as plans (failure/plans/NAME.plan): played by the harness's one
+//! stepped runner on the check's recorder, their answers compared with what each step
+//! expects. The history is judged by the caller, as every situation's is.
+
+use super::*;
+use harness::campaign::Silent;
+use harness::recorder::CLIENT_TIMEOUT;
+use harness::stepped::{self, Plan, Played, RunError, RunOptions, Unmet};
+use std::sync::Arc;
+
+/// The situations written as plans, each named after its fault.
+pub(super) const TERMINATE: &str = include_str!("../../../plans/terminate.plan");
+pub(super) const CANCEL: &str = include_str!("../../../plans/cancel.plan");
+pub(super) const STATEMENT_TIMEOUT: &str = include_str!("../../../plans/statement-timeout.plan");
+pub(super) const LOCK_TIMEOUT: &str = include_str!("../../../plans/lock-timeout.plan");
+
+/// Plays the plan `text` of `fault`'s situation on `rig`: the evidence is each step and
+/// what came back.
+pub(super) async fn play(
+    rig: &Rig,
+    fault: Fault,
+    text: &'static str,
+) -> Result<Vec<String>, CheckFailure> {
+    let plan = Plan::from_text(text).map_err(|e| {
+        FaultError::Task(format!(
+            "the {} situation's plan does not read: {e}",
+            fault.name()
+        ))
+    })?;
+    let monitor = rig.reach().admin().await?;
+    let played = stepped::play(
+        &rig.recorder,
+        &monitor,
+        &plan,
+        &RunOptions::default(),
+        Arc::new(Silent),
+    )
+    .await;
+    judged(fault, played)
+}
+
+/// What a played plan says about the check: its evidence, or why it did not pass.
+fn judged(fault: Fault, played: Played) -> Result<Vec<String>, CheckFailure> {
+    match played.ended {
+        Err(e @ RunError::NotSignalled { .. }) => {
+            return Err(FaultError::not_injected(fault.name(), e.to_string()).into())
+        }
+        Err(RunError::Recorder(e)) => return Err(FaultError::from(e).into()),
+        // The server kept executing a step of the target's past the step timeout.
+        Err(
+            e @ RunError::Hang {
+                executing: Some(_), ..
+            },
+        ) => return Err(CheckFailure::Unexpected(e.to_string())),
+        Err(e) => return Err(FaultError::Task(e.to_string()).into()),
+        Ok(()) => {}
+    }
+    let (wrong, unanswered): (Vec<&Unmet>, Vec<&Unmet>) =
+        played.unmet.iter().partition(|u| u.answered);
+    let listed = |unmet: Vec<&Unmet>| {
+        let lines: Vec<String> = unmet.iter().map(|u| u.to_string()).collect();
+        lines.join("; ")
+    };
+    if !wrong.is_empty() {
+        return Err(CheckFailure::Unexpected(listed(wrong)));
+    }
+    // A call the fault should have ended (a timeout of 300 ms, a signal) that was still
+    // running at the recorder's call timeout (10 s) was not ended by it: the target's
+    // doing, as the server answered everything else.
+    let (late, unanswered): (Vec<&Unmet>, Vec<&Unmet>) = unanswered
+        .into_iter()
+        .partition(|u| u.came_back.contains(CLIENT_TIMEOUT));
+    if !late.is_empty() {
+        return Err(CheckFailure::Unexpected(format!(
+            "the fault did not end the call: {}",
+            listed(late)
+        )));
+    }
+    if !unanswered.is_empty() {
+        return Err(FaultError::Task(format!(
+            "an expected answer never came, so it could not be compared: {}",
+            listed(unanswered)
+        ))
+        .into());
+    }
+    Ok(played
+        .steps
+        .iter()
+        .map(|s| {
+            let answer = s.answer.as_deref().unwrap_or("(no answer)");
+            format!("step {}: p{} {}: {answer}", s.step, s.process, s.what)
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every situation's plan reads, and every call in it expects an answer (what the
+    /// situation shows is stated, not left to the checker alone).
+    #[test]
+    fn the_situations_plans_read_and_every_call_expects_its_answer() {
+        for text in [TERMINATE, CANCEL, STATEMENT_TIMEOUT, LOCK_TIMEOUT] {
+            let plan = Plan::from_text(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            for s in &plan.steps {
+                if let harness::workload::Step::Call(_) = s.action {
+                    assert!(s.expect.is_some(), "{text}\n{s:?}");
+                }
+            }
+        }
+    }
+
+    fn played(ended: Result<(), RunError>, unmet: Vec<Unmet>) -> Played {
+        Played {
+            steps: Vec::new(),
+            unmet,
+            ended,
+        }
+    }
+
+    fn unmet(came_back: &str, answered: bool) -> Unmet {
+        Unmet {
+            step: 1,
+            line: "p1 acquire k0 ttl 1min wait 30s expect error 57014".into(),
+            expected: "error 57014".into(),
+            came_back: came_back.into(),
+            answered,
+        }
+    }
+
+    /// A wrong answer and a call the fault did not end are findings; an answer lost to
+    /// the machinery and a signal that hit nothing are infrastructure, never a pass.
+    #[test]
+    fn what_a_played_plan_says_is_attributed_to_the_target_or_the_machinery() {
+        let fault = Fault::StatementTimeout;
+        let wrong = judged(fault, played(Ok(()), vec![unmet("timeout", true)]));
+        assert!(
+            matches!(&wrong, Err(CheckFailure::Unexpected(m)) if m.contains("came back timeout")),
+            "{wrong:?}"
+        );
+        let late = format!("no answer: {CLIENT_TIMEOUT} of 10s (cancelled)");
+        let late = judged(fault, played(Ok(()), vec![unmet(&late, false)]));
+        assert!(
+            matches!(&late, Err(CheckFailure::Unexpected(m)) if m.contains("did not end the call")),
+            "{late:?}"
+        );
+        let lost = judged(
+            fault,
+            played(Ok(()), vec![unmet("no answer: 08006", false)]),
+        );
+        assert!(
+            matches!(lost, Err(CheckFailure::Infrastructure(_))),
+            "{lost:?}"
+        );
+        let missed = RunError::NotSignalled {
+            step: 2,
+            process: 1,
+            signal: "cancel",
+            pid: 7,
+        };
+        let missed = judged(fault, played(Err(missed), Vec::new()));
+        assert!(
+            matches!(
+                missed,
+                Err(CheckFailure::Infrastructure(FaultError::NotInjected { .. }))
+            ),
+            "{missed:?}"
+        );
+        assert!(judged(fault, played(Ok(()), Vec::new())).is_ok());
+    }
+}

@@ -1,0 +1,90 @@
+//! (A module of tests/stepped.rs, sharing its runtime and stage.) The plan steps `pN
+//! cancel` and `pN terminate` against a real server: the process's backend is signalled
+//! whatever it waits for, recorded as a nemesis event named after the signal, and the
+//! call it had in flight answers 57014 or no answer. Controls: without the signal the same
+//! plan does not answer as it expects; a second terminate with no backend left to signal
+//! is an infrastructure failure (the fault was not injected), never a pass.
+
+use super::lapse::run_text;
+use super::{runtime, stage_for_pg_lease};
+use harness::campaign::{InfraError, Outcome};
+use harness::judgement::Judgement;
+use harness::stepped::RunError;
+
+/// p1's blocking acquire is cancelled mid-wait (its 2 s wait never runs out); p0 still
+/// holds the key.
+const CANCELLED_WAIT: &str = "\
+processes 2
+keys 1
+p0 acquire k0 ttl 1h expect granted
+p1 acquire k0 ttl 1h wait 2s expect error 57014
+p1 cancel
+p1 inspect k0 expect held
+";
+
+#[test]
+fn a_cancel_step_cancels_a_waiting_call_and_is_recorded() {
+    let rt = runtime();
+    let stage = stage_for_pg_lease(&rt);
+    let report = run_text(&rt, &stage, CANCELLED_WAIT);
+    assert_eq!(report.judgement(), Judgement::Pass, "{:#?}", report.steps);
+    let answer = report.steps[1].answer.as_deref().unwrap_or_default();
+    assert!(answer.contains("due to user request"), "{answer}");
+    let history = report.run.history.clone().expect("the history");
+    let cancels: Vec<_> = history
+        .nemeses
+        .iter()
+        .filter(|n| n.fault == "cancel")
+        .collect();
+    assert_eq!(cancels.len(), 1, "{:?}", history.nemeses);
+
+    // Control: without the cancel the wait runs out, which is `timeout`, not 57014.
+    let report = run_text(&rt, &stage, &CANCELLED_WAIT.replace("p1 cancel\n", ""));
+    match report.judgement() {
+        Judgement::Finding { message, .. } => {
+            assert!(
+                message.contains("expected error 57014, came back timeout"),
+                "{message}"
+            );
+        }
+        other => panic!("the plan without its cancel was judged {other:?}"),
+    }
+}
+
+/// A terminated transaction is rolled back (its grant gone: p1 is granted the key); a
+/// second terminate of the same process, whose backend is already gone, injects nothing:
+/// the run stops as an infrastructure failure naming the step.
+#[test]
+fn a_terminate_step_rolls_back_and_a_second_one_injects_nothing() {
+    let rt = runtime();
+    let stage = stage_for_pg_lease(&rt);
+    let text = "\
+processes 2
+keys 1
+p0 begin
+p0 acquire k0 ttl 1h expect granted
+p0 terminate
+p0 commit
+p1 acquire k0 ttl 1h expect granted
+";
+    let report = run_text(&rt, &stage, text);
+    assert_eq!(report.judgement(), Judgement::Pass, "{:#?}", report.steps);
+    assert_eq!(
+        report.steps[3].answer.as_deref(),
+        Some("transaction ended Rollback")
+    );
+
+    let twice = "processes 2\nkeys 1\np0 acquire k0 ttl 1h\np0 terminate\np0 terminate\n";
+    let report = run_text(&rt, &stage, twice);
+    match &report.run.outcome {
+        Outcome::Infrastructure(InfraError::Stepped(RunError::NotSignalled { step, .. })) => {
+            assert_eq!(*step, 2)
+        }
+        other => panic!("a terminate with no backend to signal was judged {other:?}"),
+    }
+    assert!(
+        matches!(report.judgement(), Judgement::NoVerdict { .. }),
+        "{:?}",
+        report.judgement()
+    );
+}
