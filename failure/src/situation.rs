@@ -115,13 +115,13 @@ pub enum Script {
     /// `statement-timeout.plan`, `lock-timeout.plan`: a server-side timeout fires inside a
     /// blocking acquire's wait.
     TimeoutInWait(TimeoutIn),
-    /// `client_pause`: the holder stops for twice its TTL.
+    /// `client-pause.plan`: the holder stops for twice its TTL.
     ClientPause,
-    /// `short_ttl`: work longer than the lease, three times.
+    /// `short-ttl.plan`: work longer than the lease, three times.
     ShortTtl,
     /// `downtime_expiry`: a lease expires while the server is down.
     DowntimeExpiry,
-    /// `abort_after_acquire`: a transaction acquires, then rolls back.
+    /// `abort-after-acquire.plan`: a transaction acquires, then rolls back.
     AbortAfterAcquire,
     /// `commit_crash`: the server crashes with two COMMITs in flight.
     CommitCrash,

@@ -2,10 +2,10 @@
 //! so that the fault meets exactly the state it is about (a blocking acquire mid-wait, a
 //! transaction holding a row lock, a COMMIT in flight, a lease expiring while the server
 //! is down). Each situation's history is judged by the checker first, then its own
-//! expectations are checked. The kill and timeout situations are plans (`scripted/plans.rs`,
-//! `failure/plans/`) with their expectations as the plan's `expect`s; the time and commit
-//! situations (`scripted/timing.rs`) are still functions: they need a restart, a crash or a
-//! timed wake-up that a plan step cannot yet make.
+//! expectations are checked. Seven situations are plans (`scripted/plans.rs`,
+//! `failure/plans/`) with their expectations as the plan's `expect`s; three
+//! (`scripted/timing.rs`) are still functions: they need a restart, a crash with two
+//! COMMITs in flight, or a wake-up timed against the poll bound, which no plan step makes.
 
 use super::rig::{Rig, Setup};
 use super::{doctor, judge, Breakage, CheckFailure, CheckResult, Passed, Script, TimeoutIn};
@@ -25,9 +25,7 @@ use tokio_postgres::Client;
 mod plans;
 mod timing;
 
-use timing::{
-    abort_after_acquire, client_pause, commit_crash, downtime_expiry, short_ttl, wait_wake,
-};
+use timing::{commit_crash, downtime_expiry, wait_wake};
 
 type Scenario<'a> = Pin<Box<dyn Future<Output = Result<Vec<String>, CheckFailure>> + Send + 'a>>;
 
@@ -117,10 +115,10 @@ fn scenario<'a>(script: Script, fault: Fault, rig: &'a Rig) -> Scenario<'a> {
         Script::Cancel => plan(plans::CANCEL),
         Script::TimeoutInWait(TimeoutIn::Statement) => plan(plans::STATEMENT_TIMEOUT),
         Script::TimeoutInWait(TimeoutIn::Lock) => plan(plans::LOCK_TIMEOUT),
-        Script::ClientPause => Box::pin(client_pause(rig, fault)),
-        Script::ShortTtl => Box::pin(short_ttl(rig, fault)),
+        Script::ClientPause => plan(plans::CLIENT_PAUSE),
+        Script::ShortTtl => plan(plans::SHORT_TTL),
+        Script::AbortAfterAcquire => plan(plans::ABORT_AFTER_ACQUIRE),
         Script::DowntimeExpiry => Box::pin(downtime_expiry(rig, fault)),
-        Script::AbortAfterAcquire => Box::pin(abort_after_acquire(rig, fault)),
         Script::CommitCrash => Box::pin(commit_crash(rig, fault)),
         Script::WaitWake => Box::pin(wait_wake(rig, fault)),
     }

@@ -13,6 +13,10 @@ pub(super) const TERMINATE: &str = include_str!("../../../plans/terminate.plan")
 pub(super) const CANCEL: &str = include_str!("../../../plans/cancel.plan");
 pub(super) const STATEMENT_TIMEOUT: &str = include_str!("../../../plans/statement-timeout.plan");
 pub(super) const LOCK_TIMEOUT: &str = include_str!("../../../plans/lock-timeout.plan");
+pub(super) const CLIENT_PAUSE: &str = include_str!("../../../plans/client-pause.plan");
+pub(super) const SHORT_TTL: &str = include_str!("../../../plans/short-ttl.plan");
+pub(super) const ABORT_AFTER_ACQUIRE: &str =
+    include_str!("../../../plans/abort-after-acquire.plan");
 
 /// Plays the plan `text` of `fault`'s situation on `rig`: the evidence is each step and
 /// what came back.
@@ -101,7 +105,15 @@ mod tests {
     /// situation shows is stated, not left to the checker alone).
     #[test]
     fn the_situations_plans_read_and_every_call_expects_its_answer() {
-        for text in [TERMINATE, CANCEL, STATEMENT_TIMEOUT, LOCK_TIMEOUT] {
+        for text in [
+            TERMINATE,
+            CANCEL,
+            STATEMENT_TIMEOUT,
+            LOCK_TIMEOUT,
+            CLIENT_PAUSE,
+            SHORT_TTL,
+            ABORT_AFTER_ACQUIRE,
+        ] {
             let plan = Plan::from_text(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
             for s in &plan.steps {
                 if let harness::workload::Step::Call(_) = s.action {

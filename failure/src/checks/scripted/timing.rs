@@ -1,79 +1,8 @@
-//! The situations of the time and commit faults: a paused holder, work longer than the
-//! lease, a lease expiring while the server is down, a rolled-back grant, COMMITs in flight
-//! at a crash, and a release waking a blocked waiter.
+//! The situations no plan step can make yet: a lease expiring while the server is down,
+//! COMMITs in flight at a crash, and a release waking a blocked waiter within the poll
+//! bound.
 
 use super::*;
-
-/// The holder stops for twice its TTL: its renew then answers `lapsed`, another owner
-/// takes the key over with a greater epoch, and the holder's renew and release answer
-/// `not_owner`.
-pub(super) async fn client_pause(rig: &Rig, fault: Fault) -> Result<Vec<String>, CheckFailure> {
-    let reach = rig.reach();
-    let (mut a, mut b) = (rig.recorder.session(), rig.recorder.session());
-    let ttl = Interval::millis(300);
-    let first = call(&mut a, acquire("k1", "paused", ttl)).await?;
-    let epoch = granted(&first).unwrap_or(1);
-    // Twice the TTL: the margin covers scheduling delays of the server's clock reads.
-    around(
-        &reach,
-        fault,
-        "the holder makes no call for 600 ms (TTL 300 ms)",
-        tokio::time::sleep(Duration::from_millis(600)),
-    )
-    .await?;
-    let late = call(&mut a, Op::renew("k1".into(), "paused".into(), epoch, ttl)).await?;
-    let taken = call(&mut b, acquire("k1", "taker", MINUTE)).await?;
-    let renew = call(&mut a, Op::renew("k1".into(), "paused".into(), epoch, ttl)).await?;
-    let release = call(&mut a, Op::release("k1".into(), "paused".into(), epoch)).await?;
-    expect(late.result == OpResult::Ok(Outcome::Lapsed), || {
-        format!("the paused holder's renew answered {:?}", late.result)
-    })?;
-    expect(granted(&taken) == Some(epoch + 1), || {
-        format!("the takeover answered {:?}", taken.result)
-    })?;
-    for r in [&renew, &release] {
-        expect(r.result == OpResult::Ok(Outcome::NotOwner), || {
-            format!("the deposed holder got {:?}", r.result)
-        })?;
-    }
-    Ok(vec![format!("paused 600 ms holding a 300 ms lease: renew lapsed, taken over at epoch {}, then not_owner", epoch + 1)])
-}
-
-/// A worker whose TTL (40 ms) is shorter than its work (150 ms): each renew answers
-/// `lapsed` and each new acquire gets a greater epoch: a liveness event, never a safety one.
-pub(super) async fn short_ttl(rig: &Rig, fault: Fault) -> Result<Vec<String>, CheckFailure> {
-    let reach = rig.reach();
-    let mut w = rig.recorder.session();
-    let ttl = Interval::millis(40);
-    let mut epochs = Vec::new();
-    for _ in 0..3 {
-        let got = call(&mut w, acquire("k1", "worker", ttl)).await?;
-        let epoch = granted(&got).ok_or_else(|| {
-            CheckFailure::Unexpected(format!("acquire of a lapsed key answered {:?}", got.result))
-        })?;
-        epochs.push(epoch);
-        around(
-            &reach,
-            fault,
-            "150 ms of work under a 40 ms lease",
-            tokio::time::sleep(Duration::from_millis(150)),
-        )
-        .await?;
-        let renewed = call(&mut w, Op::renew("k1".into(), "worker".into(), epoch, ttl)).await?;
-        expect(renewed.result == OpResult::Ok(Outcome::Lapsed), || {
-            format!(
-                "a renew after the lease ran out answered {:?}",
-                renewed.result
-            )
-        })?;
-    }
-    expect(epochs.windows(2).all(|p| p[1] > p[0]), || {
-        format!("re-acquired epochs {epochs:?} do not grow")
-    })?;
-    Ok(vec![format!(
-        "3 lapses mid-work, each renew lapsed, epochs {epochs:?}"
-    )])
-}
 
 /// A lease of 1.5 s expires while the server is down (fast shutdown, 1.8 s down): on first
 /// access after the restart it is lapsed (the holder's renew), and it is taken over.
@@ -119,53 +48,6 @@ pub(super) async fn downtime_expiry(rig: &Rig, fault: Fault) -> Result<Vec<Strin
         (restarted.down.t1().0 - restarted.down.t0().0) / 1_000,
         epoch + 1
     )])
-}
-
-/// A transaction acquires, then rolls back (by ROLLBACK, and by an error that aborts it):
-/// no effect; the next owner is granted the same epoch, the other key stays never leased.
-pub(super) async fn abort_after_acquire(
-    rig: &Rig,
-    fault: Fault,
-) -> Result<Vec<String>, CheckFailure> {
-    let reach = rig.reach();
-    let (mut a, mut b) = (rig.recorder.session(), rig.recorder.session());
-    a.begin(model::Isolation::ReadCommitted)
-        .await
-        .map_err(FaultError::from)?;
-    let rolled = call(&mut a, acquire("k1", "aborter", MINUTE)).await?;
-    around(&reach, fault, "ROLLBACK after a grant", a.rollback())
-        .await?
-        .map_err(FaultError::from)?;
-    let next = call(&mut b, acquire("k1", "next", MINUTE)).await?;
-    a.begin(model::Isolation::ReadCommitted)
-        .await
-        .map_err(FaultError::from)?;
-    call(&mut a, acquire("k2", "aborter", MINUTE)).await?;
-    let invalid = around(
-        &reach,
-        fault,
-        "an invalid call aborts the transaction",
-        call(&mut a, acquire("", "aborter", MINUTE)),
-    )
-    .await??;
-    let k2 = call(&mut b, inspect("k2")).await?;
-    expect(granted(&next) == granted(&rolled), || {
-        format!(
-            "after the rollback the next grant was {:?}, the rolled-back one {:?}",
-            next.result, rolled.result
-        )
-    })?;
-    expect(
-        matches!(&invalid.result, OpResult::Fail { sqlstate, .. } if sqlstate == "22023"),
-        || format!("the invalid call answered {:?}", invalid.result),
-    )?;
-    expect(a.txn().is_none(), || {
-        "the aborted transaction is still open".into()
-    })?;
-    expect(k2.result == OpResult::Ok(Outcome::Inspected(None)), || {
-        format!("the aborted grant's key shows {:?}", k2.result)
-    })?;
-    Ok(vec!["rolled back a grant: the next owner got the same epoch; an error-aborted grant left its key never leased".into()])
 }
 
 /// Two COMMITs are in flight when the server is killed: one already committed locally (it
