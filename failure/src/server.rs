@@ -6,23 +6,9 @@ use harness::pg::{Cluster, PgError};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// How the server is stopped before it is started again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stop {
-    /// SIGKILL of the postmaster and every backend at once.
-    Crash,
-    /// `pg_ctl stop -m immediate` (SIGQUIT): no checkpoint, crash recovery at start.
-    Immediate,
-    /// `pg_ctl stop -m fast` (SIGINT): sessions terminated, shutdown checkpoint.
-    Fast,
-}
-
-impl Stop {
-    /// Whether the stop is clean (a shutdown checkpoint), as history format v2 records it.
-    pub fn is_clean(self) -> bool {
-        self == Stop::Fast
-    }
-}
+/// How the server is stopped before it is started again: the plan step's vocabulary, one
+/// list for plans and fault records.
+pub use harness::workload::Stop;
 
 /// A cluster shared by a check's tasks.
 #[derive(Clone)]

@@ -119,7 +119,7 @@ pub enum Script {
     ClientPause,
     /// `short-ttl.plan`: work longer than the lease, three times.
     ShortTtl,
-    /// `downtime_expiry`: a lease expires while the server is down.
+    /// `downtime-expiry.plan`: a lease expires while the server is down.
     DowntimeExpiry,
     /// `abort-after-acquire.plan`: a transaction acquires, then rolls back.
     AbortAfterAcquire,

@@ -23,6 +23,7 @@
 //! A [`Stage`] is a database with the target installed; each [`run`] starts from every key
 //! never leased (a used stage is reset), so many plans run on one database.
 
+mod control;
 mod expect;
 mod monitor;
 pub(crate) use planning::plan;
@@ -30,6 +31,7 @@ use planning::races;
 pub(crate) mod runner;
 pub(crate) use planning::stall;
 
+pub use control::{Boxed, ServerControl};
 pub use expect::Unmet;
 pub use monitor::{Backend, MonitorError, Snapshot, PG_SLEEP};
 pub use plan::{
@@ -237,7 +239,15 @@ pub async fn run(
         Err(e) => return failed(stage, Outcome::Infrastructure(e), None, Outputs::none(plan)),
     };
     let started = Instant::now();
-    let (result, outputs) = record(&recorder, &stage.admin, plan, options, progress.clone()).await;
+    let (result, outputs) = record(
+        &recorder,
+        &stage.admin,
+        None,
+        plan,
+        options,
+        progress.clone(),
+    )
+    .await;
     let record_time = started.elapsed();
     let finished = recorder.finish();
     let history = match (result, finished) {
@@ -291,16 +301,18 @@ pub struct Played {
 
 /// Plays `plan` on `recorder`'s sessions, as [`run`] does but on the caller's recorder and
 /// database as they are (not reset), with `monitor` a connection of the caller's to the
-/// same server (it reads pg_stat_activity and signals backends). The caller ends the
-/// history and judges it: the failure crate's fault checks, whose situations are plans.
+/// same server (it reads pg_stat_activity and signals backends) and `control` the caller's
+/// control of the server (its restart steps). The caller ends the history and judges it:
+/// the failure crate's fault checks, whose situations are plans.
 pub async fn play(
     recorder: &Arc<Recorder>,
     monitor: &Client,
+    control: &dyn ServerControl,
     plan: &Plan,
     options: &RunOptions,
     progress: Arc<dyn Progress>,
 ) -> Played {
-    let (ended, outputs) = record(recorder, monitor, plan, options, progress).await;
+    let (ended, outputs) = record(recorder, monitor, Some(control), plan, options, progress).await;
     Played {
         steps: outputs.logs,
         unmet: outputs.unmet,
@@ -312,14 +324,16 @@ pub async fn play(
 async fn record(
     recorder: &Arc<Recorder>,
     monitor: &Client,
+    control: Option<&dyn ServerControl>,
     plan: &Plan,
     options: &RunOptions,
     progress: Arc<dyn Progress>,
 ) -> (Result<(), RunError>, Outputs) {
-    let mut runner = match Runner::start(recorder, plan, options.steps, monitor, progress).await {
-        Ok(r) => r,
-        Err(e) => return (Err(e), Outputs::none(plan)),
-    };
+    let mut runner =
+        match Runner::start(recorder, plan, options.steps, monitor, control, progress).await {
+            Ok(r) => r,
+            Err(e) => return (Err(e), Outputs::none(plan)),
+        };
     let result = runner.run().await;
     // Every call ends within the call timeout (the recorder cancels it); a margin for the
     // cancel's own round trip.

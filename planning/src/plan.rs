@@ -225,7 +225,11 @@ fn close_transactions(processes: u32, steps: Vec<PlanStep>) -> Vec<PlanStep> {
             Step::Commit | Step::Rollback if !*in_txn => continue,
             Step::Begin(_) => *in_txn = true,
             Step::Commit | Step::Rollback => *in_txn = false,
-            Step::Call(_) | Step::Pause(_) | Step::Lapse(_) | Step::Signal(_) => {}
+            Step::Call(_)
+            | Step::Pause(_)
+            | Step::Lapse(_)
+            | Step::Signal(_)
+            | Step::Restart(..) => {}
         }
         kept.push(s);
     }
@@ -251,6 +255,11 @@ pub fn describe(action: &Step, keys: &[String]) -> String {
                 .collect();
             format!("LAPSE {key:?} (injected: its live lease expires now)")
         }
+        Step::Restart(stop, down) => format!(
+            "RESTART ({} stop, down {} ms; injected: every connection ends)",
+            stop.name(),
+            down.as_millis()
+        ),
         Step::Signal(signal) => format!(
             "{} (injected: the backend is signalled)",
             signal.name().to_uppercase()

@@ -784,6 +784,41 @@ pub enum Step {
     /// flight left unknown). Made from beside the process, recorded as a nemesis event
     /// named after the signal. Only written plans signal; drawn steps never do.
     Signal(Signal),
+    /// The server is stopped as the [`Stop`] says, kept down this long, and started again:
+    /// every session's connection ends (its open transaction rolled back, its call in
+    /// flight unknown) and the next step of each process connects anew. Made by the
+    /// caller's control of the server (the failure crate's), recorded as a restart nemesis
+    /// event with its server-time downtime. Only written plans restart; drawn steps never do.
+    Restart(Stop, std::time::Duration),
+}
+
+/// How a [`Step::Restart`] stops the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stop {
+    /// SIGKILL of the postmaster and every backend at once.
+    Crash,
+    /// `pg_ctl stop -m immediate` (SIGQUIT): no checkpoint, crash recovery at start.
+    Immediate,
+    /// `pg_ctl stop -m fast` (SIGINT): sessions terminated, shutdown checkpoint.
+    Fast,
+}
+
+impl Stop {
+    pub const ALL: [Stop; 3] = [Stop::Crash, Stop::Immediate, Stop::Fast];
+
+    /// Whether the stop is clean (a shutdown checkpoint), as history format v2 records it.
+    pub fn is_clean(self) -> bool {
+        self == Stop::Fast
+    }
+
+    /// `crash`, `immediate` or `fast`: the plan text's word.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stop::Crash => "crash",
+            Stop::Immediate => "immediate",
+            Stop::Fast => "fast",
+        }
+    }
 }
 
 /// What a [`Step::Signal`] sends to a process's backend.
@@ -1051,7 +1086,7 @@ mod tests {
             match &step {
                 Step::Begin(_) => in_txn = true,
                 Step::Commit | Step::Rollback => in_txn = false,
-                Step::Pause(_) | Step::Lapse(_) | Step::Signal(_) => {}
+                Step::Pause(_) | Step::Lapse(_) | Step::Signal(_) | Step::Restart(..) => {}
                 Step::Call(c) => {
                     kinds.insert(format!("{:?}", c.call));
                     if c.invalid.is_some() {

@@ -2,10 +2,11 @@
 //! so that the fault meets exactly the state it is about (a blocking acquire mid-wait, a
 //! transaction holding a row lock, a COMMIT in flight, a lease expiring while the server
 //! is down). Each situation's history is judged by the checker first, then its own
-//! expectations are checked. Seven situations are plans (`scripted/plans.rs`,
-//! `failure/plans/`) with their expectations as the plan's `expect`s; three
-//! (`scripted/timing.rs`) are still functions: they need a restart, a crash with two
-//! COMMITs in flight, or a wake-up timed against the poll bound, which no plan step makes.
+//! expectations are checked. Eight situations are plans (`scripted/plans.rs`,
+//! `failure/plans/`) with their expectations as the plan's `expect`s; two
+//! (`scripted/timing.rs`) are still functions: they need a crash with two COMMITs in flight
+//! (trapped by a trigger and a missing standby), or a wake-up timed against the poll bound,
+//! which no plan step makes.
 
 use super::rig::{Rig, Setup};
 use super::{doctor, judge, Breakage, CheckFailure, CheckResult, Passed, Script, TimeoutIn};
@@ -25,7 +26,7 @@ use tokio_postgres::Client;
 mod plans;
 mod timing;
 
-use timing::{commit_crash, downtime_expiry, wait_wake};
+use timing::{commit_crash, wait_wake};
 
 type Scenario<'a> = Pin<Box<dyn Future<Output = Result<Vec<String>, CheckFailure>> + Send + 'a>>;
 
@@ -77,7 +78,10 @@ pub(super) async fn run(
     let played = scenario(script, fault, &rig).await;
     let history = rig.finish().await;
     let (mut history, evidence) = match (history, played) {
-        (Ok(h), Ok(evidence)) => (h, evidence),
+        (Ok(h), Ok(evidence)) => {
+            plans::arose(script, fault, &h)?;
+            (h, evidence)
+        }
         // The history decides first when it shows a violation: a broken target may make
         // a later step of the situation impossible.
         (Ok(h), Err(CheckFailure::Unexpected(what))) => {
@@ -118,7 +122,7 @@ fn scenario<'a>(script: Script, fault: Fault, rig: &'a Rig) -> Scenario<'a> {
         Script::ClientPause => plan(plans::CLIENT_PAUSE),
         Script::ShortTtl => plan(plans::SHORT_TTL),
         Script::AbortAfterAcquire => plan(plans::ABORT_AFTER_ACQUIRE),
-        Script::DowntimeExpiry => Box::pin(downtime_expiry(rig, fault)),
+        Script::DowntimeExpiry => plan(plans::DOWNTIME_EXPIRY),
         Script::CommitCrash => Box::pin(commit_crash(rig, fault)),
         Script::WaitWake => Box::pin(wait_wake(rig, fault)),
     }

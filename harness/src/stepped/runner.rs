@@ -21,17 +21,19 @@
 //! replays the same way as long as the server decides the same (timing-bound facts, a
 //! millisecond lease lapsing or a wait running out between two steps, may still differ).
 
+mod inject;
 mod session;
 mod watch;
 
+use super::control::ServerControl;
 use super::expect::Unmet;
 use super::monitor::{self, MonitorError};
 use super::plan::{call_sql, describe, Plan};
 use super::stall::{Sighting, StepFacts};
 use crate::progress::Progress;
 use crate::recorder::{Recorder, RecorderError};
-use crate::workload::{Memory, Signal, Step};
-use model::{NemesisEffect, Op, OpId};
+use crate::workload::{Memory, Step};
+use model::{Op, OpId};
 use session::{process_task, Action, Answer, Command, Done};
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -133,6 +135,15 @@ pub enum RunError {
         signal: &'static str,
         pid: i32,
     },
+    /// A restart step in a plan run without the caller's control of the server.
+    #[error(
+        "step {step} restarts the server, which only a managed server's check can do (the \
+         failure crate's fault checks); this run has no control of the server"
+    )]
+    NoServerControl { step: usize },
+    /// The server could not be restarted, or reached again after it.
+    #[error("step {step} (restart): {why}")]
+    Restart { step: usize, why: String },
     #[error("the session task of process {process} stopped")]
     SessionGone { process: u32 },
     #[error("every session task stopped before the plan's steps were answered")]
@@ -206,7 +217,13 @@ pub(super) struct Runner<'a> {
     plan: &'a Plan,
     recorder: Arc<Recorder>,
     options: StepOptions,
+    /// The caller's monitor connection, until a restart ends it.
     monitor: &'a Client,
+    /// The monitor connection made after the latest restart.
+    fresh_monitor: Option<Client>,
+    /// The caller's control of the server, for restart steps (none: a plan that restarts
+    /// cannot run).
+    control: Option<&'a dyn ServerControl>,
     slots: Vec<Slot>,
     answers: mpsc::UnboundedReceiver<Done>,
     tasks: JoinSet<()>,
@@ -227,6 +244,7 @@ impl<'a> Runner<'a> {
         plan: &'a Plan,
         options: StepOptions,
         monitor: &'a Client,
+        control: Option<&'a dyn ServerControl>,
         progress: Arc<dyn Progress>,
     ) -> Result<Runner<'a>, RunError> {
         let (done, answers) = mpsc::unbounded_channel();
@@ -262,6 +280,8 @@ impl<'a> Runner<'a> {
             plan,
             options,
             monitor,
+            fresh_monitor: None,
+            control,
             slots,
             answers,
             tasks,
@@ -291,7 +311,7 @@ impl<'a> Runner<'a> {
             for slot in 0..self.slots.len() {
                 if self.slots[slot].pending.is_some() {
                     // Best effort: the recorder's call timeout ends it otherwise.
-                    let _ = monitor::cancel(self.monitor, self.pid(slot)).await;
+                    let _ = monitor::cancel(self.monitor(), self.pid(slot)).await;
                 }
             }
         }
@@ -322,6 +342,11 @@ impl<'a> Runner<'a> {
         self.plan.steps[step].process as usize
     }
 
+    /// The monitor connection now (a restart replaces the caller's).
+    fn monitor(&self) -> &Client {
+        self.fresh_monitor.as_ref().unwrap_or(self.monitor)
+    }
+
     fn pid(&self, slot: usize) -> i32 {
         self.slots[slot].pid.load(Ordering::Acquire)
     }
@@ -334,8 +359,10 @@ impl<'a> Runner<'a> {
     /// Issues `step`, or defers it while its process waits on a later step. A signal is
     /// never deferred: it is made from beside its process, whatever that process waits for.
     async fn place(&mut self, step: usize) -> Result<(), RunError> {
-        if let Step::Signal(signal) = self.plan.steps[step].action {
-            return self.signal(step, signal).await;
+        match self.plan.steps[step].action {
+            Step::Signal(signal) => return self.signal(step, signal).await,
+            Step::Restart(stop, down) => return self.restart(step, stop, down).await,
+            _ => {}
         }
         let slot = self.slot_of_step(step);
         let blocked = self.slots[slot].pending.is_some();
@@ -386,44 +413,6 @@ impl<'a> Runner<'a> {
         self.settle(step).await
     }
 
-    /// Signals the backend of `step`'s process once every pending step is seen waiting,
-    /// recorded as a nemesis event named after the signal; then waits (at most
-    /// [`CANCEL_GRACE`]) for the step the process had pending to answer, so that no later
-    /// step races the signal (a COMMIT freeing the lock a cancelled call waits for).
-    async fn signal(&mut self, step: usize, signal: Signal) -> Result<(), RunError> {
-        self.quiesce().await?;
-        let slot = self.slot_of_step(step);
-        let process = self.plan.steps[step].process;
-        let pid = self.pid(slot);
-        self.logs[step].sql = Some(format!("SELECT pg_{}_backend({pid})", signal.name()));
-        self.logs[step].issued = Some(self.next_issue);
-        self.next_issue += 1;
-        let started = self.recorder.nemesis_start(signal.name());
-        let hit = monitor::signal(self.monitor, pid, signal).await;
-        let detail = match &hit {
-            Ok(true) => format!("{} backend {pid} of p{process}", signal.name()),
-            Ok(false) => format!("no backend {pid} of p{process} to {}", signal.name()),
-            Err(e) => format!("{} of backend {pid} failed: {e}", signal.name()),
-        };
-        self.recorder
-            .nemesis_end(started, NemesisEffect::None, detail.clone())
-            .map_err(RunError::Recorder)?;
-        if !hit? {
-            return Err(RunError::NotSignalled {
-                step,
-                process,
-                signal: signal.name(),
-                pid,
-            });
-        }
-        self.logs[step].answer = Some(detail);
-        if let Some(pending) = self.slots[slot].pending {
-            self.wait_answers(CANCEL_GRACE, Until::Answered(pending.step))
-                .await?;
-        }
-        Ok(())
-    }
-
     /// The action of `step` for its process now (a call's epoch from what it learnt), and
     /// the facts the stall judgement needs.
     fn action(&mut self, step: usize) -> Action {
@@ -469,8 +458,11 @@ impl<'a> Runner<'a> {
                 log.sql = Some(crate::client::expire_sql("lease.leases", &key));
                 Action::Lapse(key)
             }
-            // Made by the runner itself ([`Runner::signal`]), never sent to the process.
-            Step::Signal(_) => unreachable!("a signal step is never sent to its process"),
+            // Made by the runner itself ([`Runner::signal`], [`Runner::restart`]), never
+            // sent to the process.
+            Step::Signal(_) | Step::Restart(..) => {
+                unreachable!("a signal or restart step is never sent to its process")
+            }
         }
     }
 

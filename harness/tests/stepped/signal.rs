@@ -88,3 +88,24 @@ p1 acquire k0 ttl 1h expect granted
         report.judgement()
     );
 }
+
+/// A restart step needs the caller's control of the server (a fault check's): a plain
+/// stepped run of a plan that restarts stops there with no verdict, naming the step.
+#[test]
+fn a_restart_step_without_a_managed_server_is_no_verdict() {
+    let rt = runtime();
+    let stage = stage_for_pg_lease(&rt);
+    let text = "processes 2\nkeys 1\np0 acquire k0 ttl 1h\np0 restart fast 1s\n";
+    let report = run_text(&rt, &stage, text);
+    match &report.run.outcome {
+        Outcome::Infrastructure(InfraError::Stepped(RunError::NoServerControl { step })) => {
+            assert_eq!(*step, 1)
+        }
+        other => panic!("a restart without control of the server was judged {other:?}"),
+    }
+    assert!(
+        matches!(report.judgement(), Judgement::NoVerdict { .. }),
+        "{:?}",
+        report.judgement()
+    );
+}

@@ -388,6 +388,7 @@ mod tests {
                     Step::Pause(_) => panic!("a drawn plan paused: {plan:?}"),
                     Step::Lapse(_) => panic!("a drawn plan lapsed: {plan:?}"),
                     Step::Signal(_) => panic!("a drawn plan signalled: {plan:?}"),
+                    Step::Restart(..) => panic!("a drawn plan restarted: {plan:?}"),
                     Step::Call(c) => {
                         assert!(c.key < plan.workload.keys as usize);
                         kinds.insert(format!("{:?}", c.call));

@@ -35,7 +35,8 @@
 use super::expect::Expect;
 use super::{stepped_workload, Plan, PlanError, PlanStep};
 use crate::workload::{
-    CallKind, EpochChoice, Names, OpChoice, OwnerChoice, Signal, Step, Workload, KEYS, PROCESSES,
+    CallKind, EpochChoice, Names, OpChoice, OwnerChoice, Signal, Step, Stop, Workload, KEYS,
+    PROCESSES,
 };
 use model::{Interval, Isolation};
 
@@ -401,7 +402,7 @@ fn span(prefix: &str, count: u32) -> String {
 }
 
 const ACTIONS: &str =
-    "acquire, renew, release, inspect, begin, commit, rollback, pause, lapse, cancel or terminate";
+    "acquire, renew, release, inspect, begin, commit, rollback, pause, lapse, cancel, terminate or restart";
 
 /// The step of process `process` that `words` (after the process) spell, and the answer
 /// it expects.
@@ -443,10 +444,26 @@ fn action_of(w: &Workload, process: u32, words: &[&str]) -> Result<(Step, Option
         "cancel" | "terminate" if !rest.is_empty() => Err(format!(
             "`{verb}` takes nothing after it: `p1 {verb}` signals p1's backend"
         )),
+        "restart" => match rest {
+            [how, down] => step(restart_of(how, down)),
+            _ => Err(
+                "`restart` takes how the server stops and how long it stays down, e.g. \
+                 `restart fast 1800ms` (crash, immediate or fast)"
+                    .into(),
+            ),
+        },
         "cancel" => Ok((Step::Signal(Signal::Cancel), None)),
         "terminate" => Ok((Step::Signal(Signal::Terminate), None)),
         other => Err(format!("unknown action `{other}`: write {ACTIONS}")),
     }
+}
+
+fn restart_of(how: &str, down: &str) -> Result<Step, String> {
+    let stop = Stop::ALL
+        .into_iter()
+        .find(|s| s.name() == how)
+        .ok_or_else(|| format!("unknown stop `{how}`: write crash, immediate or fast"))?;
+    Ok(Step::Restart(stop, duration_of(down)?))
 }
 
 fn begin_of(rest: &[&str]) -> Result<Step, String> {

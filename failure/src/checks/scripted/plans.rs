@@ -3,9 +3,11 @@
 //! expects. The history is judged by the caller, as every situation's is.
 
 use super::*;
+use crate::server::Stop;
 use harness::campaign::Silent;
 use harness::recorder::CLIENT_TIMEOUT;
-use harness::stepped::{self, Plan, Played, RunError, RunOptions, Unmet};
+use harness::stepped::{self, Boxed, Plan, Played, RunError, RunOptions, ServerControl, Unmet};
+use model::History;
 use std::sync::Arc;
 
 /// The situations written as plans, each named after its fault.
@@ -17,6 +19,7 @@ pub(super) const CLIENT_PAUSE: &str = include_str!("../../../plans/client-pause.
 pub(super) const SHORT_TTL: &str = include_str!("../../../plans/short-ttl.plan");
 pub(super) const ABORT_AFTER_ACQUIRE: &str =
     include_str!("../../../plans/abort-after-acquire.plan");
+pub(super) const DOWNTIME_EXPIRY: &str = include_str!("../../../plans/downtime-expiry.plan");
 
 /// Plays the plan `text` of `fault`'s situation on `rig`: the evidence is each step and
 /// what came back.
@@ -32,9 +35,14 @@ pub(super) async fn play(
         ))
     })?;
     let monitor = rig.reach().admin().await?;
+    let control = RigControl {
+        reach: rig.reach(),
+        fault,
+    };
     let played = stepped::play(
         &rig.recorder,
         &monitor,
+        &control,
         &plan,
         &RunOptions::default(),
         Arc::new(Silent),
@@ -43,10 +51,64 @@ pub(super) async fn play(
     judged(fault, played)
 }
 
+/// Whether the situation `script`'s plan is about arose in its `history`, where the plan's
+/// answers cannot tell: the downtime-expiry lease's expiry fell inside the downtime (else
+/// the restart came too late or too early: the fault was not injected).
+pub(super) fn arose(script: Script, fault: Fault, history: &History) -> Result<(), FaultError> {
+    if script != Script::DowntimeExpiry {
+        return Ok(());
+    }
+    let expires = history.ops.iter().find_map(|o| match o.result {
+        OpResult::Ok(Outcome::Acquired { expires_at, .. }) => Some(expires_at),
+        _ => None,
+    });
+    let down = history.nemeses.iter().find_map(|n| match n.effect {
+        NemesisEffect::Restart { down, .. } => down,
+        _ => None,
+    });
+    match (expires, down) {
+        (Some(e), Some(d)) if d.t0() < e && e <= d.t1() => Ok(()),
+        (e, d) => Err(FaultError::not_injected(
+            fault.name(),
+            format!("the lease's expiry {e:?} is not inside the downtime {d:?}"),
+        )),
+    }
+}
+
+/// The check's server as a plan's restart steps reach it: each restart is recorded as the
+/// check's fault.
+struct RigControl<'a> {
+    reach: Reach<'a>,
+    fault: Fault,
+}
+
+impl ServerControl for RigControl<'_> {
+    fn restart(&self, stop: Stop, down: Duration) -> Boxed<'_, Result<String, String>> {
+        Box::pin(async move {
+            let r = self
+                .reach
+                .restart(self.fault, stop, down)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(format!(
+                "{} stop of postmaster {:?}, down {} ms of server time, back as {:?}",
+                stop.name(),
+                r.pid_before,
+                (r.down.t1().0 - r.down.t0().0) / 1_000,
+                r.pid_after
+            ))
+        })
+    }
+
+    fn monitor(&self) -> Boxed<'_, Result<Client, String>> {
+        Box::pin(async move { self.reach.admin().await.map_err(|e| e.to_string()) })
+    }
+}
+
 /// What a played plan says about the check: its evidence, or why it did not pass.
 fn judged(fault: Fault, played: Played) -> Result<Vec<String>, CheckFailure> {
     match played.ended {
-        Err(e @ RunError::NotSignalled { .. }) => {
+        Err(e @ (RunError::NotSignalled { .. } | RunError::Restart { .. })) => {
             return Err(FaultError::not_injected(fault.name(), e.to_string()).into())
         }
         Err(RunError::Recorder(e)) => return Err(FaultError::from(e).into()),
@@ -113,6 +175,7 @@ mod tests {
             CLIENT_PAUSE,
             SHORT_TTL,
             ABORT_AFTER_ACQUIRE,
+            DOWNTIME_EXPIRY,
         ] {
             let plan = Plan::from_text(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
             for s in &plan.steps {
@@ -180,5 +243,18 @@ mod tests {
             "{missed:?}"
         );
         assert!(judged(fault, played(Ok(()), Vec::new())).is_ok());
+    }
+
+    /// A downtime-expiry history without a restart (or whose grant expired outside the
+    /// downtime) is a fault not injected, never a pass; other situations need no such look.
+    #[test]
+    fn a_downtime_expiry_without_the_expiry_in_the_downtime_is_not_injected() {
+        let empty = History::default();
+        let missed = arose(Script::DowntimeExpiry, Fault::DowntimeExpiry, &empty);
+        assert!(
+            matches!(missed, Err(FaultError::NotInjected { .. })),
+            "{missed:?}"
+        );
+        assert!(arose(Script::Cancel, Fault::Cancel, &empty).is_ok());
     }
 }

@@ -1,54 +1,7 @@
-//! The situations no plan step can make yet: a lease expiring while the server is down,
-//! COMMITs in flight at a crash, and a release waking a blocked waiter within the poll
-//! bound.
+//! The situations no plan step can make yet: COMMITs in flight at a crash, and a release
+//! waking a blocked waiter within the poll bound.
 
 use super::*;
-
-/// A lease of 1.5 s expires while the server is down (fast shutdown, 1.8 s down): on first
-/// access after the restart it is lapsed (the holder's renew), and it is taken over.
-pub(super) async fn downtime_expiry(rig: &Rig, fault: Fault) -> Result<Vec<String>, CheckFailure> {
-    let reach = rig.reach();
-    let (mut a, mut b) = (rig.recorder.session(), rig.recorder.session());
-    let ttl = Interval::millis(1_500);
-    let first = call(&mut a, acquire("k1", "holder", ttl)).await?;
-    let (epoch, expires) = match first.result {
-        OpResult::Ok(Outcome::Acquired { epoch, expires_at }) => (epoch, expires_at),
-        ref other => {
-            return Err(CheckFailure::Unexpected(format!(
-                "the first grant answered {other:?}"
-            )))
-        }
-    };
-    let restarted = reach
-        .restart(fault, Stop::Fast, Duration::from_millis(1_800))
-        .await?;
-    if !(restarted.down.t0() < expires && expires <= restarted.down.t1()) {
-        return Err(FaultError::not_injected(
-            fault.name(),
-            format!(
-                "the lease's expiry {expires:?} is not inside the downtime {:?}",
-                restarted.down
-            ),
-        )
-        .into());
-    }
-    let renewed = call(&mut a, Op::renew("k1".into(), "holder".into(), epoch, ttl)).await?;
-    let taken = call(&mut b, acquire("k1", "taker", MINUTE)).await?;
-    expect(renewed.result == OpResult::Ok(Outcome::Lapsed), || {
-        format!(
-            "the first access after the downtime (renew) answered {:?}",
-            renewed.result
-        )
-    })?;
-    expect(granted(&taken) == Some(epoch + 1), || {
-        format!("the takeover answered {:?}", taken.result)
-    })?;
-    Ok(vec![format!(
-        "expiry fell inside {} ms of downtime; first access: renew lapsed, takeover at epoch {}",
-        (restarted.down.t1().0 - restarted.down.t0().0) / 1_000,
-        epoch + 1
-    )])
-}
 
 /// Two COMMITs are in flight when the server is killed: one already committed locally (it
 /// waits for a synchronous standby that does not exist), one not yet (a test trigger

@@ -29,7 +29,7 @@ impl Runner<'_> {
             .map(|s| self.pid(s))
             .filter(|&p| p != 0)
             .collect();
-        Ok(monitor::snapshot(self.monitor, &pids).await?)
+        Ok(monitor::snapshot(self.monitor(), &pids).await?)
     }
 
     fn slot_of_pid(&self, pid: i32) -> Option<usize> {
@@ -139,13 +139,13 @@ impl Runner<'_> {
 
     async fn hang(&mut self, slot: usize, step: usize, after: Duration) -> RunError {
         let seen = crate::liveness::still_executing(
-            self.monitor,
+            self.monitor(),
             self.pid(slot),
             self.options.step_timeout,
         )
         .await
         .map(|b| b.shown);
-        if let Err(e) = monitor::cancel(self.monitor, self.pid(slot)).await {
+        if let Err(e) = monitor::cancel(self.monitor(), self.pid(slot)).await {
             return e.into();
         }
         if let Err(e) = self.wait_answers(CANCEL_GRACE, Until::Answered(step)).await {

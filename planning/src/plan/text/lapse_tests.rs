@@ -173,3 +173,48 @@ p1 cancel
         Err("line 3: `cancel` takes nothing after it: `p1 cancel` signals p1's backend".into())
     );
 }
+
+/// A restart step reads as written (how the server stops, how long it stays down) and
+/// prints back; an unknown stop or a missing downtime is refused with its line.
+#[test]
+fn restart_steps_read_as_written_and_print_back() {
+    use crate::workload::Stop;
+    use std::time::Duration;
+    let text = "\
+processes 2
+keys 1
+p0 acquire k0 ttl 1500ms expect granted
+p0 restart fast 1800ms
+p1 restart crash 0ms
+p0 renew k0 ttl 1500ms expect lapsed
+";
+    let plan = Plan::from_text(text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        plan.steps[1],
+        PlanStep::new(0, Step::Restart(Stop::Fast, Duration::from_millis(1_800)))
+    );
+    assert_eq!(
+        plan.steps[2],
+        PlanStep::new(1, Step::Restart(Stop::Crash, Duration::ZERO))
+    );
+    let printed = plan.to_text();
+    assert!(printed.contains("\np0 restart fast 1800ms\n"), "{printed}");
+    assert_eq!(Plan::from_text(&printed), Ok(plan));
+    let head = "processes 2\nkeys 1\n";
+    for (line, want) in [
+        (
+            "p0 restart gently 1s",
+            "line 3: unknown stop `gently`: write crash, immediate or fast",
+        ),
+        (
+            "p0 restart fast",
+            "line 3: `restart` takes how the server stops and how long it stays down",
+        ),
+    ] {
+        let got = Plan::from_text(&format!("{head}{line}\n")).map_err(|e| e.to_string());
+        match got {
+            Err(e) => assert!(e.starts_with(want), "{line}: {e}"),
+            Ok(p) => panic!("{line} read as {p:?}"),
+        }
+    }
+}

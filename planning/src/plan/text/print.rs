@@ -48,6 +48,7 @@ pub fn step_text(s: &PlanStep) -> String {
         Step::Pause(idle) => format!("pause {}", duration_text(*idle)),
         Step::Lapse(k) => format!("lapse k{k}"),
         Step::Signal(signal) => signal.name().to_string(),
+        Step::Restart(stop, down) => format!("restart {} {}", stop.name(), duration_text(*down)),
     };
     match (&s.action, &s.expect) {
         (Step::Call(_), Some(expect)) => {
