@@ -103,7 +103,8 @@ pub(crate) const LAPSE_IGNORED: &[Invariant] = &[
 ];
 
 /// A scripted situation: a plan (`failure/plans/NAME.plan`, played by the harness's
-/// stepped runner) or, where a plan cannot say it yet, a function of `checks::scripted`.
+/// stepped runner) or, where a plan cannot say it yet (commit-crash), a function of
+/// `checks::scripted`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Script {
     /// `terminate.plan`: a backend terminated idle in a transaction holding a grant, and
@@ -123,9 +124,9 @@ pub enum Script {
     DowntimeExpiry,
     /// `abort-after-acquire.plan`: a transaction acquires, then rolls back.
     AbortAfterAcquire,
-    /// `commit_crash`: the server crashes with two COMMITs in flight.
+    /// `commit_crash.rs`: the server crashes with two COMMITs in flight.
     CommitCrash,
-    /// `wait_wake`: a release wakes a blocked waiter within the poll bound.
+    /// `wait-wake.plan`: a release wakes a blocked waiter within the poll bound.
     WaitWake,
 }
 

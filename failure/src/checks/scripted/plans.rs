@@ -1,14 +1,21 @@
 //! The situations written as plans (failure/plans/NAME.plan): played by the harness's one
 //! stepped runner on the check's recorder, their answers compared with what each step
-//! expects. The history is judged by the caller, as every situation's is.
+//! expects, and what their history shows beside the answers looked at ([`seen_in`]). The
+//! history is judged by the caller, as every situation's is.
 
-use super::*;
+use super::super::rig::Rig;
+use super::{CheckFailure, Script};
+use crate::error::FaultError;
+use crate::fault::Fault;
+use crate::inject::Reach;
 use crate::server::Stop;
 use harness::campaign::Silent;
 use harness::recorder::CLIENT_TIMEOUT;
 use harness::stepped::{self, Boxed, Plan, Played, RunError, RunOptions, ServerControl, Unmet};
-use model::History;
+use model::{History, NemesisEffect, Op, OpResult, Outcome};
 use std::sync::Arc;
+use std::time::Duration;
+use tokio_postgres::Client;
 
 /// The situations written as plans, each named after its fault.
 pub(super) const TERMINATE: &str = include_str!("../../../plans/terminate.plan");
@@ -20,6 +27,7 @@ pub(super) const SHORT_TTL: &str = include_str!("../../../plans/short-ttl.plan")
 pub(super) const ABORT_AFTER_ACQUIRE: &str =
     include_str!("../../../plans/abort-after-acquire.plan");
 pub(super) const DOWNTIME_EXPIRY: &str = include_str!("../../../plans/downtime-expiry.plan");
+pub(super) const WAIT_WAKE: &str = include_str!("../../../plans/wait-wake.plan");
 
 /// Plays the plan `text` of `fault`'s situation on `rig`: the evidence is each step and
 /// what came back.
@@ -51,13 +59,23 @@ pub(super) async fn play(
     judged(fault, played)
 }
 
-/// Whether the situation `script`'s plan is about arose in its `history`, where the plan's
-/// answers cannot tell: the downtime-expiry lease's expiry fell inside the downtime (else
-/// the restart came too late or too early: the fault was not injected).
-pub(super) fn arose(script: Script, fault: Fault, history: &History) -> Result<(), FaultError> {
-    if script != Script::DowntimeExpiry {
-        return Ok(());
+/// What the history of `script`'s plan shows that its answers cannot: the evidence, or
+/// why the check fails. The downtime-expiry lease's expiry must fall inside the downtime
+/// (else the restart came too late or too early: the fault was not injected); each waiter
+/// of wait-wake must be granted within [`WAKE_BOUND`] of the release that freed its key.
+pub(super) fn seen_in(
+    script: Script,
+    fault: Fault,
+    history: &History,
+) -> Result<Vec<String>, CheckFailure> {
+    match script {
+        Script::DowntimeExpiry => expiry_in_downtime(fault, history).map(|()| Vec::new()),
+        Script::WaitWake => woke_in_time(fault, history),
+        _ => Ok(Vec::new()),
     }
+}
+
+fn expiry_in_downtime(fault: Fault, history: &History) -> Result<(), CheckFailure> {
     let expires = history.ops.iter().find_map(|o| match o.result {
         OpResult::Ok(Outcome::Acquired { expires_at, .. }) => Some(expires_at),
         _ => None,
@@ -71,8 +89,73 @@ pub(super) fn arose(script: Script, fault: Fault, history: &History) -> Result<(
         (e, d) => Err(FaultError::not_injected(
             fault.name(),
             format!("the lease's expiry {e:?} is not inside the downtime {d:?}"),
-        )),
+        )
+        .into()),
     }
+}
+
+/// The poll bound of a blocking acquire (pg_lease sleeps at most 50 ms between probes),
+/// plus a margin for scheduling on a loaded 2-core machine: a waiter that failed to wake
+/// would sleep on toward its 10 s wait (or, slept 2 s per probe, show 0.5-2 s).
+pub(super) const WAKE_BOUND: Duration = Duration::from_millis(50 + 200);
+
+/// How soon each waiter was granted after the release of its key, against [`WAKE_BOUND`].
+fn woke_in_time(fault: Fault, history: &History) -> Result<Vec<String>, CheckFailure> {
+    let latencies = wake_latencies(history);
+    if latencies.len() != 3 {
+        return Err(FaultError::not_injected(
+            fault.name(),
+            format!(
+                "{} of the plan's 3 waiters were granted after a release",
+                latencies.len()
+            ),
+        )
+        .into());
+    }
+    let worst = latencies.iter().max().copied().unwrap_or_default();
+    if worst > WAKE_BOUND {
+        return Err(CheckFailure::Unexpected(format!(
+            "a waiter woke {worst:?} after the release (bound {WAKE_BOUND:?}: 50 ms poll + \
+             200 ms margin)"
+        )));
+    }
+    Ok(vec![format!(
+        "woke after {latencies:?} of server time (bound {WAKE_BOUND:?})"
+    )])
+}
+
+/// For each blocking acquire granted after a release of its key: its grant instant (its
+/// expiry less its TTL) less the release's first server instant.
+fn wake_latencies(history: &History) -> Vec<Duration> {
+    let mut latencies = Vec::new();
+    for waiter in &history.ops {
+        let (
+            Op::Acquire {
+                key,
+                ttl: Some(ttl),
+                wait: Some(_),
+                ..
+            },
+            OpResult::Ok(Outcome::Acquired { expires_at, .. }),
+        ) = (&waiter.call, &waiter.result)
+        else {
+            continue;
+        };
+        let release = history
+            .ops
+            .iter()
+            .filter(|o| matches!(&o.call, Op::Release { key: k, .. } if k == key))
+            .filter(|o| o.invoke < waiter.complete)
+            .filter_map(|o| o.server.map(|s| s.t0()))
+            .max();
+        if let Some(released_at) = release {
+            let granted_at = expires_at.plus(-ttl.micros);
+            latencies.push(Duration::from_micros(
+                (granted_at.0 - released_at.0).max(0) as u64
+            ));
+        }
+    }
+    latencies
 }
 
 /// The check's server as a plan's restart steps reach it: each restart is recorded as the
@@ -176,6 +259,7 @@ mod tests {
             SHORT_TTL,
             ABORT_AFTER_ACQUIRE,
             DOWNTIME_EXPIRY,
+            WAIT_WAKE,
         ] {
             let plan = Plan::from_text(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
             for s in &plan.steps {
@@ -246,15 +330,27 @@ mod tests {
     }
 
     /// A downtime-expiry history without a restart (or whose grant expired outside the
-    /// downtime) is a fault not injected, never a pass; other situations need no such look.
+    /// downtime), or a wait-wake history without its waiters, is a fault not injected,
+    /// never a pass; other situations need no such look.
     #[test]
-    fn a_downtime_expiry_without_the_expiry_in_the_downtime_is_not_injected() {
+    fn a_situation_the_history_does_not_show_arising_is_not_injected() {
         let empty = History::default();
-        let missed = arose(Script::DowntimeExpiry, Fault::DowntimeExpiry, &empty);
+        let missed = seen_in(Script::DowntimeExpiry, Fault::DowntimeExpiry, &empty);
         assert!(
-            matches!(missed, Err(FaultError::NotInjected { .. })),
+            matches!(
+                missed,
+                Err(CheckFailure::Infrastructure(FaultError::NotInjected { .. }))
+            ),
             "{missed:?}"
         );
-        assert!(arose(Script::Cancel, Fault::Cancel, &empty).is_ok());
+        let no_waiters = seen_in(Script::WaitWake, Fault::WaitWake, &empty);
+        assert!(
+            matches!(
+                no_waiters,
+                Err(CheckFailure::Infrastructure(FaultError::NotInjected { .. }))
+            ),
+            "{no_waiters:?}"
+        );
+        assert!(seen_in(Script::Cancel, Fault::Cancel, &empty).is_ok());
     }
 }
