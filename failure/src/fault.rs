@@ -10,7 +10,7 @@
 use crate::builds::BrokenBuild;
 use crate::server::Stop;
 use crate::situation::{
-    Breakage, CampaignPlan, Control, Cut, Doctor, Expect, Injection, Script, Situation, TimeoutIn,
+    Breakage, CampaignPlan, Control, Cut, Doctor, Expect, Injection, Script, Shows, Situation,
     KEPT_WRITE, LAPSE_IGNORED, LOST_WRITE, RENEW_AFTER_LAPSE,
 };
 use model::Invariant;
@@ -208,7 +208,10 @@ faults! {
         on_pg14_in_tests: false,
         in_campaign: true,
         in_quick: true,
-        situation: Situation::Scripted(Script::Terminate),
+        situation: Situation::Plan {
+            name: "terminate",
+            shows: Shows::Answers,
+        },
         injection: Injection::Backend { terminate: true },
         max_hold_ms: 0,
         control: doctored(Doctor::AbortedKept, Expect::Violation(KEPT_WRITE)),
@@ -222,7 +225,10 @@ faults! {
         on_pg14_in_tests: false,
         in_campaign: true,
         in_quick: true,
-        situation: Situation::Scripted(Script::Cancel),
+        situation: Situation::Plan {
+            name: "cancel",
+            shows: Shows::Answers,
+        },
         injection: Injection::Backend { terminate: false },
         max_hold_ms: 0,
         control: build(BrokenBuild::CancelledWaitGrants, CANCELLED_GRANT),
@@ -235,7 +241,10 @@ faults! {
         on_pg14_in_tests: false,
         in_campaign: false,
         in_quick: false,
-        situation: Situation::Scripted(Script::TimeoutInWait(TimeoutIn::Statement)),
+        situation: Situation::Plan {
+            name: "statement-timeout",
+            shows: Shows::Answers,
+        },
         injection: Injection::Backend { terminate: false },
         max_hold_ms: 0,
         control: build(BrokenBuild::CancelledWaitGrants, CANCELLED_GRANT),
@@ -248,7 +257,10 @@ faults! {
         on_pg14_in_tests: false,
         in_campaign: false,
         in_quick: false,
-        situation: Situation::Scripted(Script::TimeoutInWait(TimeoutIn::Lock)),
+        situation: Situation::Plan {
+            name: "lock-timeout",
+            shows: Shows::Answers,
+        },
         injection: Injection::Backend { terminate: false },
         max_hold_ms: 0,
         control: doctored(Doctor::CancelledWriteKept, Expect::Violation(KEPT_WRITE)),
@@ -261,7 +273,10 @@ faults! {
         on_pg14_in_tests: false,
         in_campaign: true,
         in_quick: true,
-        situation: Situation::Scripted(Script::ClientPause),
+        situation: Situation::Plan {
+            name: "client-pause",
+            shows: Shows::Answers,
+        },
         injection: Injection::ClientPause,
         max_hold_ms: 1_500,
         control: build(
@@ -332,7 +347,10 @@ faults! {
         on_pg14_in_tests: false,
         in_campaign: false,
         in_quick: false,
-        situation: Situation::Scripted(Script::DowntimeExpiry),
+        situation: Situation::Plan {
+            name: "downtime-expiry",
+            shows: Shows::ExpiryInDowntime,
+        },
         injection: Injection::Restart(Stop::Fast),
         max_hold_ms: 0,
         control: build(
@@ -348,7 +366,10 @@ faults! {
         on_pg14_in_tests: false,
         in_campaign: false,
         in_quick: false,
-        situation: Situation::Scripted(Script::ShortTtl),
+        situation: Situation::Plan {
+            name: "short-ttl",
+            shows: Shows::Answers,
+        },
         injection: Injection::ClientPause,
         max_hold_ms: 0,
         control: build(
@@ -364,7 +385,10 @@ faults! {
         on_pg14_in_tests: false,
         in_campaign: false,
         in_quick: false,
-        situation: Situation::Scripted(Script::AbortAfterAcquire),
+        situation: Situation::Plan {
+            name: "abort-after-acquire",
+            shows: Shows::Answers,
+        },
         injection: Injection::SituationOnly,
         max_hold_ms: 0,
         control: doctored(Doctor::AbortedKept, Expect::Violation(KEPT_WRITE)),
@@ -391,7 +415,10 @@ faults! {
         on_pg14_in_tests: false,
         in_campaign: false,
         in_quick: true,
-        situation: Situation::Scripted(Script::WaitWake),
+        situation: Situation::Plan {
+            name: "wait-wake",
+            shows: Shows::WakeWithinPollBound,
+        },
         injection: Injection::SituationOnly,
         max_hold_ms: 0,
         control: build(BrokenBuild::SlowWake, Expect::Unexpected("woke")),

@@ -10,7 +10,12 @@ use model::Invariant;
 /// What a fault's check drives (its record's [`crate::fault::Spec::situation`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Situation {
-    /// A few sessions make set calls around one fault ([`Script`]).
+    /// A few sessions make set calls around one fault, as a plan: `failure/plans/NAME.plan`
+    /// (the plan text of specs/HISTORY.md, its settings and `expect`s included), played by
+    /// the harness's stepped runner; `shows` is what its history must show beyond the
+    /// plan's answers.
+    Plan { name: &'static str, shows: Shows },
+    /// A situation no plan step can make yet, as code ([`Script`]).
     Scripted(Script),
     /// A short campaign under a fixed fault schedule ([`CampaignPlan`]).
     Campaign(CampaignPlan),
@@ -102,41 +107,26 @@ pub(crate) const LAPSE_IGNORED: &[Invariant] = &[
     Invariant::MutualExclusion,
 ];
 
-/// A scripted situation: a plan (`failure/plans/NAME.plan`, played by the harness's
-/// stepped runner) or, where a plan cannot say it yet (commit-crash), a function of
-/// `checks::scripted`.
+/// What a plan situation's history must show beyond the plan's answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Script {
-    /// `terminate.plan`: a backend terminated idle in a transaction holding a grant, and
-    /// mid-wait.
-    Terminate,
-    /// `cancel.plan`: a blocking acquire mid-wait and a renew waiting for a row lock
-    /// cancelled.
-    Cancel,
-    /// `statement-timeout.plan`, `lock-timeout.plan`: a server-side timeout fires inside a
-    /// blocking acquire's wait.
-    TimeoutInWait(TimeoutIn),
-    /// `client-pause.plan`: the holder stops for twice its TTL.
-    ClientPause,
-    /// `short-ttl.plan`: work longer than the lease, three times.
-    ShortTtl,
-    /// `downtime-expiry.plan`: a lease expires while the server is down.
-    DowntimeExpiry,
-    /// `abort-after-acquire.plan`: a transaction acquires, then rolls back.
-    AbortAfterAcquire,
-    /// `commit_crash.rs`: the server crashes with two COMMITs in flight.
-    CommitCrash,
-    /// `wait-wake.plan`: a release wakes a blocked waiter within the poll bound.
-    WaitWake,
+pub enum Shows {
+    /// Nothing more: the answers and the checker's verdict say it all.
+    Answers,
+    /// The first grant's expiry inside the restart's downtime (else the fault was not
+    /// injected: the restart came too early or too late).
+    ExpiryInDowntime,
+    /// Each waiter granted within the poll bound (50 ms) and a 200 ms margin of the
+    /// release that freed its key.
+    WakeWithinPollBound,
 }
 
-/// The timeout of [`Script::TimeoutInWait`].
+/// A situation written as code: no plan step can make it yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimeoutIn {
-    /// `statement_timeout` fires inside the acquire's own wait.
-    Statement,
-    /// `lock_timeout` fires while the acquire waits for an open transaction's row.
-    Lock,
+pub enum Script {
+    /// `commit_crash.rs`: the server crashes with two COMMITs in flight, one trapped after
+    /// its local commit (a missing synchronous standby), one before its commit record (a
+    /// trigger sleeping at commit time).
+    CommitCrash,
 }
 
 /// A campaign check's plan: what workload, schedule and server settings it runs (one arm

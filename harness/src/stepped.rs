@@ -280,7 +280,7 @@ async fn prepare(
         call_timeout: options.call_timeout,
         history_file: options.history_file.clone(),
         meta: meta(stage, plan),
-        session: stage.session.clone(),
+        session: with_plan_settings(&stage.session, plan),
         ..RecorderOptions::default()
     };
     let recorder = Recorder::new(stage.cluster.config(&stage.db), recorder_options)
@@ -318,6 +318,14 @@ pub async fn play(
         unmet: outputs.unmet,
         ended,
     }
+}
+
+/// The stage's session settings, then the plan's own (`set name=value`; a later `-c`
+/// of the same name wins, so the plan's do).
+pub fn with_plan_settings(session: &SessionSettings, plan: &Plan) -> SessionSettings {
+    let mut session = session.clone();
+    session.settings.extend(plan.settings.iter().cloned());
+    session
 }
 
 /// Runs the plan's steps; how it ended and what the runner saw.

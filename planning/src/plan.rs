@@ -65,6 +65,10 @@ pub struct Plan {
     pub workload: Workload,
     pub steps: Vec<PlanStep>,
     pub origin: Origin,
+    /// `(name, value)`: server settings every session of the plan starts with (`-c
+    /// name=value`, after the run's own), e.g. `lock_timeout` for a fault check's plan. A
+    /// drawn plan has none.
+    pub settings: Vec<(String, String)>,
 }
 
 /// A plan that cannot run.
@@ -122,6 +126,7 @@ impl Plan {
             steps: close_transactions(workload.processes, steps),
             workload,
             origin: Origin::Written,
+            settings: Vec::new(),
         })
     }
 
@@ -156,6 +161,11 @@ impl Plan {
                 Origin::Written => serde_json::json!("written"),
             },
             "steps": self.lines(),
+            "settings": self
+                .settings
+                .iter()
+                .map(|(name, value)| format!("{name}={value}"))
+                .collect::<Vec<_>>(),
         })
     }
 }

@@ -20,7 +20,7 @@ mod rig;
 mod scripted;
 
 pub use crate::situation::{
-    Breakage, CampaignPlan, Control, Doctor, Expect, Script, Situation, TimeoutIn,
+    Breakage, CampaignPlan, Control, Doctor, Expect, Script, Shows, Situation,
 };
 
 use crate::error::FaultError;
@@ -177,8 +177,25 @@ pub async fn run(
 ) -> CheckResult {
     match fault.spec().situation {
         Situation::Campaign(plan) => campaigns::run(fault, plan, install, build, breakage).await,
-        Situation::Scripted(script) => scripted::run(fault, script, install, build, breakage).await,
+        Situation::Plan { name, shows } => {
+            let scene = scripted::Scene::Plan(name, shows);
+            scripted::run(fault, scene, install, build, breakage).await
+        }
+        Situation::Scripted(script) => {
+            let scene = scripted::Scene::Script(script);
+            scripted::run(fault, scene, install, build, breakage).await
+        }
     }
+}
+
+/// The text of the plan file `name` of `failure/plans/`, if there is one.
+pub fn plan_text(name: &str) -> Option<&'static str> {
+    scripted::plan_text(name)
+}
+
+/// The names of the plan files of `failure/plans/`.
+pub fn plan_names() -> Vec<&'static str> {
+    scripted::plan_names()
 }
 
 /// `fault`'s doctored control judged on the history of its passed check (the doctored

@@ -8,44 +8,32 @@
 //! a crash with two COMMITs in flight, trapped by a trigger and a missing standby, which no
 //! plan step makes.
 
-use super::rig::{Rig, Setup};
-use super::{doctor, judge, Breakage, CheckFailure, CheckResult, Passed, Script, TimeoutIn};
+use super::rig::Rig;
+use super::{doctor, judge, Breakage, CheckFailure, CheckResult, Passed, Script, Shows};
 use crate::error::FaultError;
 use crate::fault::Fault;
 use harness::extension::ExtensionFiles;
 use harness::pg::PgInstall;
-use std::future::Future;
-use std::pin::Pin;
 
 mod commit_crash;
 mod plans;
 
+pub(super) use plans::{names as plan_names, text as plan_text};
+
 use commit_crash::commit_crash;
 
-type Scenario<'a> = Pin<Box<dyn Future<Output = Result<Vec<String>, CheckFailure>> + Send + 'a>>;
-
-fn setup(script: Script) -> Setup {
-    let options = |o: &str| Setup {
-        session_options: Some(o.to_string()),
-        ..Setup::default()
-    };
-    match script {
-        Script::TimeoutInWait(TimeoutIn::Statement) => options("-c statement_timeout=300"),
-        Script::TimeoutInWait(TimeoutIn::Lock) => options("-c lock_timeout=300"),
-        Script::Terminate
-        | Script::Cancel
-        | Script::ClientPause
-        | Script::ShortTtl
-        | Script::DowntimeExpiry
-        | Script::AbortAfterAcquire
-        | Script::CommitCrash
-        | Script::WaitWake => Setup::default(),
-    }
+/// A check's situation as the checks module hands it here.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Scene {
+    /// The plan `failure/plans/NAME.plan`, and what its history must show.
+    Plan(&'static str, Shows),
+    /// A situation written as code (commit-crash, the only one).
+    Script(Script),
 }
 
 pub(super) async fn run(
     fault: Fault,
-    script: Script,
+    scene: Scene,
     install: &PgInstall,
     under_test: &ExtensionFiles,
     breakage: Option<Breakage>,
@@ -59,14 +47,22 @@ pub(super) async fn run(
             FaultError::not_injected(fault.name(), "the broken build no longer applies").into(),
         );
     };
-    let rig = Rig::start(install, &build, &setup(script)).await?;
+    let (plan, shows) = match scene {
+        Scene::Plan(name, shows) => (Some(plans::read(fault, name)?), shows),
+        Scene::Script(_) => (None, Shows::Answers),
+    };
+    let setup = plan.as_ref().map(plans::setup).unwrap_or_default();
+    let rig = Rig::start(install, &build, &setup).await?;
     let postgres = rig.postgres.clone();
-    let played = scenario(script, fault, &rig).await;
+    let played = match &plan {
+        Some(plan) => plans::play(&rig, fault, plan).await,
+        None => commit_crash(&rig, fault).await,
+    };
     let history = rig.finish().await;
     // What the history shows beside the answers (a downtime that held the expiry, how
     // soon waiters woke) joins the situation's own expectations.
     let played = match (&history, played) {
-        (Ok(h), Ok(mut evidence)) => plans::seen_in(script, fault, h).map(|seen| {
+        (Ok(h), Ok(mut evidence)) => plans::seen_in(shows, fault, h).map(|seen| {
             evidence.extend(seen);
             evidence
         }),
@@ -100,22 +96,4 @@ pub(super) async fn run(
         evidence,
         history: Some(history),
     })
-}
-
-/// `script` played on `rig`: its plan (failure/plans/) or its function; `fault` names the
-/// nemesis events it records.
-fn scenario<'a>(script: Script, fault: Fault, rig: &'a Rig) -> Scenario<'a> {
-    let plan = |text| -> Scenario<'a> { Box::pin(plans::play(rig, fault, text)) };
-    match script {
-        Script::Terminate => plan(plans::TERMINATE),
-        Script::Cancel => plan(plans::CANCEL),
-        Script::TimeoutInWait(TimeoutIn::Statement) => plan(plans::STATEMENT_TIMEOUT),
-        Script::TimeoutInWait(TimeoutIn::Lock) => plan(plans::LOCK_TIMEOUT),
-        Script::ClientPause => plan(plans::CLIENT_PAUSE),
-        Script::ShortTtl => plan(plans::SHORT_TTL),
-        Script::AbortAfterAcquire => plan(plans::ABORT_AFTER_ACQUIRE),
-        Script::DowntimeExpiry => plan(plans::DOWNTIME_EXPIRY),
-        Script::CommitCrash => Box::pin(commit_crash(rig, fault)),
-        Script::WaitWake => plan(plans::WAIT_WAKE),
-    }
 }

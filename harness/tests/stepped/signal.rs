@@ -109,3 +109,33 @@ fn a_restart_step_without_a_managed_server_is_no_verdict() {
         report.judgement()
     );
 }
+
+/// A plan's `set` lines are its sessions' settings in a plain stepped run too: under
+/// `statement_timeout=300` a blocking acquire of 2 s fails with 57014; without the line
+/// its wait runs out (`timeout`), which the plan does not expect.
+#[test]
+fn a_plans_settings_reach_its_sessions() {
+    let rt = runtime();
+    let stage = stage_for_pg_lease(&rt);
+    let text = "\
+processes 2
+keys 1
+set statement_timeout=300
+p0 acquire k0 ttl 1h expect granted
+p1 acquire k0 ttl 1h wait 2s expect error 57014
+";
+    let report = run_text(&rt, &stage, text);
+    assert_eq!(report.judgement(), Judgement::Pass, "{:#?}", report.steps);
+    let answer = report.steps[1].answer.as_deref().unwrap_or_default();
+    assert!(answer.contains("statement timeout"), "{answer}");
+    let report = run_text(
+        &rt,
+        &stage,
+        &text.replace("set statement_timeout=300\n", ""),
+    );
+    assert!(
+        matches!(report.judgement(), Judgement::Finding { .. }),
+        "{:?}",
+        report.judgement()
+    );
+}

@@ -258,6 +258,7 @@ impl Plan {
             steps: close_transactions(raw.processes, steps),
             workload,
             origin,
+            settings: Vec::new(),
         }
     }
 }

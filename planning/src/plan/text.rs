@@ -111,6 +111,11 @@ impl Plan {
     pub fn to_text(&self) -> String {
         let mut lines = vec![origin_comment(self.origin)];
         lines.extend(header_lines(&self.workload));
+        lines.extend(
+            self.settings
+                .iter()
+                .map(|(name, value)| format!("set {name}={value}")),
+        );
         lines.extend(self.steps.iter().map(step_text));
         lines.join("\n") + "\n"
     }
@@ -158,6 +163,7 @@ impl Plan {
                 })
                 .collect(),
             origin: self.origin,
+            settings: self.settings.clone(),
         }
     }
 }
@@ -196,6 +202,8 @@ struct Reader {
     processes: Option<(u32, usize)>,
     keys: Option<(u32, usize)>,
     names: Option<(Names, usize)>,
+    /// `set name=value` lines: the setting and the line it was given on.
+    settings: Vec<(String, String, usize)>,
     /// The line of the first step: the header ends there.
     first_step: Option<usize>,
     steps: Vec<PlanStep>,
@@ -207,11 +215,12 @@ impl Reader {
     fn line(&mut self, number: usize, words: &[&str]) -> Result<(), String> {
         match words[0] {
             "processes" | "keys" | "names" => self.header(number, words),
+            "set" => self.setting(number, words),
             first => match numbered("p", first) {
                 Some(process) => self.step(number, process, &words[1..]),
                 None => Err(format!(
                     "unknown word `{first}`: a line is a header line (`processes N`, `keys N`, \
-                     `names {}`) or a step of a process (`p0 ...`)",
+                     `names {}`, `set name=value`) or a step of a process (`p0 ...`)",
                     names_list()
                 )),
             },
@@ -240,6 +249,38 @@ impl Reader {
             _ => set_header(&mut self.names, (names_of(value)?, number)),
         }
         .map_err(|line| format!("`{word}` was already given on line {line}"))
+    }
+
+    /// A `set name=value` line: a session setting of every session of the plan.
+    fn setting(&mut self, number: usize, words: &[&str]) -> Result<(), String> {
+        if let Some(first) = self.first_step {
+            return Err(format!(
+                "`set` must come before the first step (line {first})"
+            ));
+        }
+        let usage = "`set` takes one setting as name=value, e.g. `set lock_timeout=300ms`";
+        let [_, setting] = words else {
+            return Err(usage.into());
+        };
+        let Some((name, value)) = setting.split_once('=') else {
+            return Err(usage.into());
+        };
+        let named = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
+        if !named || value.is_empty() {
+            return Err(format!(
+                "`{setting}` is not a setting: {usage} (a name of letters, digits, `_` and \
+                 `.`, a value without spaces)"
+            ));
+        }
+        if let Some((_, _, line)) = self.settings.iter().find(|(n, _, _)| n == name) {
+            return Err(format!("`{name}` was already set on line {line}"));
+        }
+        self.settings
+            .push((name.to_string(), value.to_string(), number));
+        Ok(())
     }
 
     /// The workload the header gives, [`stepped_workload`]'s where it says nothing.
@@ -325,7 +366,13 @@ impl Reader {
                 ),
             });
         }
-        Ok(Plan::new(workload, self.steps)?)
+        let mut plan = Plan::new(workload, self.steps)?;
+        plan.settings = self
+            .settings
+            .into_iter()
+            .map(|(name, value, _)| (name, value))
+            .collect();
+        Ok(plan)
     }
 }
 

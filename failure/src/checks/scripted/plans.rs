@@ -3,45 +3,71 @@
 //! expects, and what their history shows beside the answers looked at ([`seen_in`]). The
 //! history is judged by the caller, as every situation's is.
 
-use super::super::rig::Rig;
-use super::{CheckFailure, Script};
+use super::super::rig::{Rig, Setup};
+use super::{CheckFailure, Shows};
 use crate::error::FaultError;
 use crate::fault::Fault;
 use crate::inject::Reach;
 use crate::server::Stop;
 use harness::campaign::Silent;
 use harness::recorder::CLIENT_TIMEOUT;
+use harness::session::SessionSettings;
 use harness::stepped::{self, Boxed, Plan, Played, RunError, RunOptions, ServerControl, Unmet};
 use model::{History, NemesisEffect, Op, OpResult, Outcome};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_postgres::Client;
 
-/// The situations written as plans, each named after its fault.
-pub(super) const TERMINATE: &str = include_str!("../../../plans/terminate.plan");
-pub(super) const CANCEL: &str = include_str!("../../../plans/cancel.plan");
-pub(super) const STATEMENT_TIMEOUT: &str = include_str!("../../../plans/statement-timeout.plan");
-pub(super) const LOCK_TIMEOUT: &str = include_str!("../../../plans/lock-timeout.plan");
-pub(super) const CLIENT_PAUSE: &str = include_str!("../../../plans/client-pause.plan");
-pub(super) const SHORT_TTL: &str = include_str!("../../../plans/short-ttl.plan");
-pub(super) const ABORT_AFTER_ACQUIRE: &str =
-    include_str!("../../../plans/abort-after-acquire.plan");
-pub(super) const DOWNTIME_EXPIRY: &str = include_str!("../../../plans/downtime-expiry.plan");
-pub(super) const WAIT_WAKE: &str = include_str!("../../../plans/wait-wake.plan");
+include!(concat!(env!("OUT_DIR"), "/fault_plans.rs"));
 
-/// Plays the plan `text` of `fault`'s situation on `rig`: the evidence is each step and
-/// what came back.
-pub(super) async fn play(
-    rig: &Rig,
-    fault: Fault,
-    text: &'static str,
-) -> Result<Vec<String>, CheckFailure> {
-    let plan = Plan::from_text(text).map_err(|e| {
+/// The names of the plan files.
+pub(crate) fn names() -> Vec<&'static str> {
+    PLANS.iter().map(|(name, _)| *name).collect()
+}
+
+/// The text of the plan file `name` (`failure/plans/NAME.plan`), if there is one.
+pub(crate) fn text(name: &str) -> Option<&'static str> {
+    PLANS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, text)| *text)
+}
+
+/// The plan `name` of `fault`'s situation, read.
+pub(super) fn read(fault: Fault, name: &str) -> Result<Plan, FaultError> {
+    let text = text(name).ok_or_else(|| {
         FaultError::Task(format!(
-            "the {} situation's plan does not read: {e}",
+            "the {} situation's plan failure/plans/{name}.plan is missing",
             fault.name()
         ))
     })?;
+    Plan::from_text(text).map_err(|e| {
+        FaultError::Task(format!(
+            "the {} situation's plan failure/plans/{name}.plan does not read: {e}",
+            fault.name()
+        ))
+    })
+}
+
+/// The rig a plan runs on: its sessions start with the plan's settings (`set name=value`).
+pub(super) fn setup(plan: &Plan) -> Setup {
+    let settings = SessionSettings {
+        settings: plan.settings.clone(),
+        ..SessionSettings::none()
+    };
+    Setup {
+        session_options: (!settings.is_empty()).then(|| settings.options()),
+        ..Setup::default()
+    }
+}
+
+/// Plays `plan`, `fault`'s situation, on `rig`: the evidence is each step and what came
+/// back.
+pub(super) async fn play(
+    rig: &Rig,
+    fault: Fault,
+    plan: &Plan,
+) -> Result<Vec<String>, CheckFailure> {
     let monitor = rig.reach().admin().await?;
     let control = RigControl {
         reach: rig.reach(),
@@ -51,7 +77,7 @@ pub(super) async fn play(
         &rig.recorder,
         &monitor,
         &control,
-        &plan,
+        plan,
         &RunOptions::default(),
         Arc::new(Silent),
     )
@@ -59,19 +85,19 @@ pub(super) async fn play(
     judged(fault, played)
 }
 
-/// What the history of `script`'s plan shows that its answers cannot: the evidence, or
+/// What the history of a plan shows that its answers cannot: the evidence, or
 /// why the check fails. The downtime-expiry lease's expiry must fall inside the downtime
 /// (else the restart came too late or too early: the fault was not injected); each waiter
 /// of wait-wake must be granted within [`WAKE_BOUND`] of the release that freed its key.
 pub(super) fn seen_in(
-    script: Script,
+    shows: Shows,
     fault: Fault,
     history: &History,
 ) -> Result<Vec<String>, CheckFailure> {
-    match script {
-        Script::DowntimeExpiry => expiry_in_downtime(fault, history).map(|()| Vec::new()),
-        Script::WaitWake => woke_in_time(fault, history),
-        _ => Ok(Vec::new()),
+    match shows {
+        Shows::Answers => Ok(Vec::new()),
+        Shows::ExpiryInDowntime => expiry_in_downtime(fault, history).map(|()| Vec::new()),
+        Shows::WakeWithinPollBound => woke_in_time(fault, history),
     }
 }
 
@@ -246,28 +272,36 @@ fn judged(fault: Fault, played: Played) -> Result<Vec<String>, CheckFailure> {
 mod tests {
     use super::*;
 
-    /// Every situation's plan reads, and every call in it expects an answer (what the
-    /// situation shows is stated, not left to the checker alone).
+    /// Every plan file reads, and every call in it expects an answer (what the situation
+    /// shows is stated, not left to the checker alone).
     #[test]
-    fn the_situations_plans_read_and_every_call_expects_its_answer() {
-        for text in [
-            TERMINATE,
-            CANCEL,
-            STATEMENT_TIMEOUT,
-            LOCK_TIMEOUT,
-            CLIENT_PAUSE,
-            SHORT_TTL,
-            ABORT_AFTER_ACQUIRE,
-            DOWNTIME_EXPIRY,
-            WAIT_WAKE,
-        ] {
-            let plan = Plan::from_text(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    fn every_plan_reads_and_every_call_expects_its_answer() {
+        assert!(!PLANS.is_empty());
+        for (name, text) in PLANS {
+            let plan = Plan::from_text(text).unwrap_or_else(|e| panic!("{name}: {e}"));
             for s in &plan.steps {
                 if let harness::workload::Step::Call(_) = s.action {
-                    assert!(s.expect.is_some(), "{text}\n{s:?}");
+                    assert!(s.expect.is_some(), "{name}: {s:?}");
                 }
             }
         }
+    }
+
+    /// A plan's settings become the rig's session options; a plan without any leaves the
+    /// sessions as they are.
+    #[test]
+    fn a_plans_settings_are_its_sessions_options() {
+        let lock = read(Fault::LockTimeout, "lock-timeout").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            setup(&lock).session_options.as_deref(),
+            Some("-c lock_timeout=300")
+        );
+        let cancel = read(Fault::Cancel, "cancel").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(setup(&cancel).session_options, None);
+        assert!(matches!(
+            read(Fault::Cancel, "no-such-plan"),
+            Err(FaultError::Task(_))
+        ));
     }
 
     fn played(ended: Result<(), RunError>, unmet: Vec<Unmet>) -> Played {
@@ -335,7 +369,7 @@ mod tests {
     #[test]
     fn a_situation_the_history_does_not_show_arising_is_not_injected() {
         let empty = History::default();
-        let missed = seen_in(Script::DowntimeExpiry, Fault::DowntimeExpiry, &empty);
+        let missed = seen_in(Shows::ExpiryInDowntime, Fault::DowntimeExpiry, &empty);
         assert!(
             matches!(
                 missed,
@@ -343,7 +377,7 @@ mod tests {
             ),
             "{missed:?}"
         );
-        let no_waiters = seen_in(Script::WaitWake, Fault::WaitWake, &empty);
+        let no_waiters = seen_in(Shows::WakeWithinPollBound, Fault::WaitWake, &empty);
         assert!(
             matches!(
                 no_waiters,
@@ -351,6 +385,6 @@ mod tests {
             ),
             "{no_waiters:?}"
         );
-        assert!(seen_in(Script::Cancel, Fault::Cancel, &empty).is_ok());
+        assert!(seen_in(Shows::Answers, Fault::Cancel, &empty).is_ok());
     }
 }

@@ -218,3 +218,52 @@ p0 renew k0 ttl 1500ms expect lapsed
         }
     }
 }
+
+/// `set name=value` header lines are the plan's session settings, in order; they print
+/// back; a malformed, repeated or late one is refused with its line.
+#[test]
+fn session_settings_read_as_written_and_print_back() {
+    let text = "\
+processes 2
+keys 1
+set lock_timeout=300
+set TimeZone=Europe/Berlin
+p0 acquire k0 ttl 1min expect granted
+";
+    let plan = Plan::from_text(text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        plan.settings,
+        vec![
+            ("lock_timeout".to_string(), "300".to_string()),
+            ("TimeZone".to_string(), "Europe/Berlin".to_string()),
+        ]
+    );
+    let printed = plan.to_text();
+    assert!(
+        printed.contains("\nset lock_timeout=300\nset TimeZone=Europe/Berlin\n"),
+        "{printed}"
+    );
+    assert_eq!(Plan::from_text(&printed), Ok(plan));
+    let head = "processes 2\nkeys 1\n";
+    for (lines, want) in [
+        (
+            "set lock_timeout\n",
+            "line 3: `set` takes one setting as name=value",
+        ),
+        ("set =1\n", "line 3: `=1` is not a setting"),
+        (
+            "set a=1\nset a=2\n",
+            "line 4: `a` was already set on line 3",
+        ),
+        (
+            "p0 inspect k0\nset a=1\n",
+            "line 4: `set` must come before the first step (line 3)",
+        ),
+    ] {
+        let got = Plan::from_text(&format!("{head}{lines}")).map_err(|e| e.to_string());
+        match got {
+            Err(e) => assert!(e.starts_with(want), "{lines}: {e}"),
+            Ok(p) => panic!("{lines} read as {p:?}"),
+        }
+    }
+}

@@ -312,7 +312,8 @@ fn misplaced_or_unknown_lines_name_their_line_and_what_to_write() {
         (
             "lease k0\n",
             "line 1: unknown word `lease`: a line is a header line (`processes N`, `keys N`, \
-             `names awkward|case-twins|shared-owners`) or a step of a process (`p0 ...`)",
+             `names awkward|case-twins|shared-owners`, `set name=value`) or a step of a process \
+             (`p0 ...`)",
         ),
         (
             "p0 grab k0\n",
