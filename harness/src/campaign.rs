@@ -834,7 +834,7 @@ impl Process {
                 Step::Pause(idle) => tokio::time::sleep(idle).await,
                 // A free-running process draws no lapse or signal (only written plans
                 // make them; the failure crate injects them into campaigns).
-                Step::Lapse(_) | Step::Signal(_) | Step::Restart(..) => {}
+                Step::Lapse(_) | Step::Signal(_) | Step::Restart(..) | Step::Probe(_) => {}
                 Step::Call(choice) => {
                     if !self.quota.claim() {
                         break;

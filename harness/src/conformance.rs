@@ -274,8 +274,8 @@ pub fn checks() -> Vec<Check> {
             acquire_grants_epoch_1_expiring_at_server_time_plus_ttl,
             plan
         ),
-        check!(denied_acquire_returns_nulls_and_writes_nothing),
-        check!(same_owner_acquire_is_idempotent_and_writes_nothing),
+        check!(denied_acquire_returns_nulls_and_writes_nothing, plan),
+        check!(same_owner_acquire_is_idempotent_and_writes_nothing, plan),
         check!(renew_extends_expiry_and_keeps_the_epoch, plan),
         check!(release_frees_and_advances_the_epoch, plan),
         check!(renew_and_release_statuses_follow_precedence, plan),
@@ -367,17 +367,6 @@ async fn acquired(
             "acquire({key}, {owner}) was denied, expected a grant"
         ))),
     }
-}
-
-async fn xid_assigned(c: &impl tokio_postgres::GenericClient) -> Result<bool, Failure> {
-    let row = c
-        .query_one(
-            "SELECT pg_catalog.pg_current_xact_id_if_assigned() IS NOT NULL",
-            &[],
-        )
-        .await
-        .map_err(pg)?;
-    Ok(row.get(0))
 }
 
 async fn invalid_input_is_22023_naming_every_violation_and_changes_nothing(

@@ -85,6 +85,9 @@ pub enum RecorderError {
     /// An injected lapse was refused (e.g. the role may not write `lease.leases`).
     #[error("cannot inject a lapse of {key:?}: {detail}")]
     Lapse { key: String, detail: String },
+    /// A plan's probe of the server (a fact the model does not decide) got no answer.
+    #[error("cannot probe {probe}: {detail}")]
+    Probe { probe: &'static str, detail: String },
 }
 
 /// How the reason of a call the recorder cancelled at its call timeout begins (its result

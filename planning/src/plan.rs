@@ -176,7 +176,9 @@ fn misplaced(i: usize, s: &PlanStep) -> Option<PlanError> {
     let why = match &s.action {
         Step::Call(c) if expect.fits(c.call) => return None,
         Step::Call(c) => format!("its call never answers ({:?})", c.call),
-        _ => "a step that is no call never answers".to_string(),
+        Step::Probe(_) if expect.fits_probe() => return None,
+        Step::Probe(probe) => format!("its probe never answers ({})", probe.name()),
+        _ => "a step that is no call or probe never answers".to_string(),
     };
     Some(PlanError::Expect {
         step: i,
@@ -239,7 +241,8 @@ fn close_transactions(processes: u32, steps: Vec<PlanStep>) -> Vec<PlanStep> {
             | Step::Pause(_)
             | Step::Lapse(_)
             | Step::Signal(_)
-            | Step::Restart(..) => {}
+            | Step::Restart(..)
+            | Step::Probe(_) => {}
         }
         kept.push(s);
     }
@@ -265,6 +268,10 @@ pub fn describe(action: &Step, keys: &[String]) -> String {
                 .collect();
             format!("LAPSE {key:?} (injected: its live lease expires now)")
         }
+        Step::Probe(probe) => format!(
+            "PROBE {} (has the open transaction a transaction id?)",
+            probe.name()
+        ),
         Step::Restart(stop, down) => format!(
             "RESTART ({} stop, down {} ms; injected: every connection ends)",
             stop.name(),

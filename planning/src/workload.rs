@@ -790,6 +790,27 @@ pub enum Step {
     /// caller's control of the server (the failure crate's), recorded as a restart nemesis
     /// event with its server-time downtime. Only written plans restart; drawn steps never do.
     Restart(Stop, std::time::Duration),
+    /// A server fact the model does not decide, asked on the process's session inside its
+    /// open transaction (with the answer the step expects, if any). Only written plans
+    /// probe; drawn steps never do.
+    Probe(Probe),
+}
+
+/// What a [`Step::Probe`] asks the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Probe {
+    /// Whether the process's open transaction has a transaction id
+    /// (`pg_current_xact_id_if_assigned()`): whether it wrote.
+    Xid,
+}
+
+impl Probe {
+    /// `xid`: the plan text's word.
+    pub fn name(self) -> &'static str {
+        match self {
+            Probe::Xid => "xid",
+        }
+    }
 }
 
 /// How a [`Step::Restart`] stops the server.
@@ -1086,7 +1107,11 @@ mod tests {
             match &step {
                 Step::Begin(_) => in_txn = true,
                 Step::Commit | Step::Rollback => in_txn = false,
-                Step::Pause(_) | Step::Lapse(_) | Step::Signal(_) | Step::Restart(..) => {}
+                Step::Pause(_)
+                | Step::Lapse(_)
+                | Step::Signal(_)
+                | Step::Restart(..)
+                | Step::Probe(_) => {}
                 Step::Call(c) => {
                     kinds.insert(format!("{:?}", c.call));
                     if c.invalid.is_some() {

@@ -1,16 +1,15 @@
 //! The behaviour checks as scripted histories ([`Script`]): each runs the calls that show
 //! one documented behaviour on recorded sessions, and the model's checker judges what came
-//! back. What the model does not cover is asserted by hand, each saying why: whether a
-//! call wrote (a transaction id), the error a failure carried, how long a call took.
+//! back. What the model does not cover is asserted by hand, each saying why: the error a
+//! failure carried, how long a call took.
 //! The checks that are only sessions doing steps and expecting answers are plans
 //! (module `plans`, harness/plans/conformance/).
 
 use super::script::{
     acquire, attempt, call, execute, granted, inspect, not_granted, release, renew, Script,
 };
-use super::{infra, pg, xid_assigned, CheckResult, Ctx, Failure, MS, S};
+use super::{infra, pg, CheckResult, Ctx, Failure, MS, S};
 use crate::pg::{Cluster, ClusterOptions};
-use crate::recorder::Session;
 use model::{Isolation, OpResult, Outcome};
 use std::time::{Duration, Instant};
 
@@ -41,53 +40,6 @@ async fn script(ctx: &Ctx<'_>) -> Result<(String, Script), Failure> {
     let (db, _) = ctx.db().await?;
     let script = Script::on(ctx, &db)?;
     Ok((db, script))
-}
-
-/// Whether the recorded session's open transaction has written (has a transaction id).
-async fn wrote(s: &Session) -> Result<bool, Failure> {
-    let c = s
-        .connection()
-        .ok_or("the recorded session has no connection")?;
-    xid_assigned(c).await
-}
-
-pub(super) async fn denied_acquire_returns_nulls_and_writes_nothing(ctx: &Ctx<'_>) -> CheckResult {
-    let (_, script) = script(ctx).await?;
-    let mut a = script.session().await?;
-    let mut b = script.session().await?;
-    call(&mut a, acquire("k", "a", S(60), Duration::ZERO)).await?;
-    b.begin(Isolation::ReadCommitted).await.map_err(infra)?;
-    call(&mut b, acquire("k", "b", S(60), Duration::ZERO)).await?;
-    // Not in the model: a denied acquire must not write (no transaction id, no WAL).
-    let wrote = wrote(&b).await?;
-    b.rollback().await.map_err(infra)?;
-    script.judge().await?;
-    if wrote {
-        return Err("a denied acquire assigned a transaction id (it wrote)".into());
-    }
-    Ok(())
-}
-
-pub(super) async fn same_owner_acquire_is_idempotent_and_writes_nothing(
-    ctx: &Ctx<'_>,
-) -> CheckResult {
-    let (_, script) = script(ctx).await?;
-    let mut s = script.session().await?;
-    call(
-        &mut s,
-        acquire("job-42", "worker-a1", S(30), Duration::ZERO),
-    )
-    .await?;
-    s.begin(Isolation::ReadCommitted).await.map_err(infra)?;
-    call(&mut s, acquire("job-42", "worker-a1", S(300), S(5))).await?;
-    // Not in the model: an idempotent re-acquire must not write.
-    let wrote = wrote(&s).await?;
-    s.commit().await.map_err(infra)?;
-    script.judge().await?;
-    if wrote {
-        return Err("an idempotent acquire assigned a transaction id (it wrote)".into());
-    }
-    Ok(())
 }
 
 pub(super) async fn blocking_acquire_is_woken_by_release(ctx: &Ctx<'_>) -> CheckResult {

@@ -14,7 +14,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Each plan check's name and text.
-pub(super) const PLANS: [(&str, &str); 8] = [
+pub(super) const PLANS: [(&str, &str); 10] = [
+    (
+        "denied_acquire_returns_nulls_and_writes_nothing",
+        include_str!("../../plans/conformance/denied_acquire_returns_nulls_and_writes_nothing.plan"),
+    ),
+    (
+        "same_owner_acquire_is_idempotent_and_writes_nothing",
+        include_str!(
+            "../../plans/conformance/same_owner_acquire_is_idempotent_and_writes_nothing.plan"
+        ),
+    ),
     (
         "acquire_grants_epoch_1_expiring_at_server_time_plus_ttl",
         include_str!(

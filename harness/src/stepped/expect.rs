@@ -51,6 +51,28 @@ pub(super) fn compare(plan: &Plan, step: usize, result: &OpResult) -> Option<Unm
     })
 }
 
+/// What a `probe xid` of `step` found (`assigned`; `None`: no transaction was open)
+/// against the answer the step expects.
+pub(super) fn compare_probe(plan: &Plan, step: usize, assigned: Option<bool>) -> Option<Unmet> {
+    let s = plan.steps.get(step)?;
+    let expect = s.expect.as_ref()?;
+    let came_back = match assigned {
+        Some(true) => "assigned (the transaction wrote)",
+        Some(false) => "none (the transaction wrote nothing)",
+        None => "no answer: no transaction was open (an error had ended it)",
+    };
+    match assigned {
+        Some(a) if expect.met_by_probe(a) => None,
+        _ => Some(Unmet {
+            step,
+            line: step_text(s),
+            expected: expect.text(),
+            came_back: came_back.into(),
+            answered: assigned.is_some(),
+        }),
+    }
+}
+
 /// The judgement of a run whose outcome is `outcome` and whose calls answered `unmet`
 /// otherwise than expected: the checker's finding (with the unmet expectations after it),
 /// else the calls that answered otherwise, else the outcome's no verdict, else no verdict

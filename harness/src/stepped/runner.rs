@@ -458,6 +458,11 @@ impl<'a> Runner<'a> {
                 log.sql = Some(crate::client::expire_sql("lease.leases", &key));
                 Action::Lapse(key)
             }
+            Step::Probe(probe) => {
+                log.sql =
+                    Some("SELECT pg_catalog.pg_current_xact_id_if_assigned() IS NOT NULL".into());
+                Action::Probe(*probe)
+            }
             // Made by the runner itself ([`Runner::signal`], [`Runner::restart`]), never
             // sent to the process.
             Step::Signal(_) | Step::Restart(..) => {
@@ -600,6 +605,10 @@ impl<'a> Runner<'a> {
         let answer = done.answer.map_err(RunError::Recorder)?;
         let log = &mut self.logs[done.step];
         log.answer = Some(answer.text());
+        if let Answer::Probed(assigned) = answer {
+            self.unmet
+                .extend(super::expect::compare_probe(self.plan, done.step, assigned));
+        }
         if let Answer::Op(record) = answer {
             s.memory
                 .learn(&record, &self.plan.workload.owner(done.slot as u32));

@@ -390,6 +390,7 @@ mod tests {
                     Step::Lapse(_) => panic!("a drawn plan lapsed: {plan:?}"),
                     Step::Signal(_) => panic!("a drawn plan signalled: {plan:?}"),
                     Step::Restart(..) => panic!("a drawn plan restarted: {plan:?}"),
+                    Step::Probe(_) => panic!("a drawn plan probed: {plan:?}"),
                     Step::Call(c) => {
                         assert!(c.key < plan.workload.keys as usize);
                         kinds.insert(format!("{:?}", c.call));

@@ -42,10 +42,14 @@ pub enum Expect {
     Error(String),
     /// No answer: the call's effect is unknown.
     Unknown,
+    /// A `probe xid`: the transaction has no transaction id (it wrote nothing).
+    NoXid,
+    /// A `probe xid`: the transaction has a transaction id (it wrote).
+    Xid,
 }
 
 /// The answers without a value, by their words.
-const WORDS: [(&str, Expect); 12] = [
+const WORDS: [(&str, Expect); 14] = [
     ("granted", Expect::Granted),
     ("denied", Expect::Denied),
     ("timeout", Expect::Timeout),
@@ -58,6 +62,8 @@ const WORDS: [(&str, Expect); 12] = [
     ("free", Expect::Free),
     ("never-leased", Expect::NeverLeased),
     ("unknown", Expect::Unknown),
+    ("none", Expect::NoXid),
+    ("assigned", Expect::Xid),
 ];
 
 /// Whether an expectation was met by what came back.
@@ -106,6 +112,32 @@ impl Expect {
             ],
             CallKind::Inspect => &["held", "free", "never-leased", "error SQLSTATE", "unknown"],
         }
+    }
+
+    /// Whether a `probe xid` can give this answer.
+    pub fn fits_probe(&self) -> bool {
+        matches!(self, Expect::NoXid | Expect::Xid)
+    }
+
+    /// The expectation `words` (after `expect`) spell for a `probe xid`.
+    pub fn of_probe_words(words: &[&str]) -> Result<Expect, String> {
+        match words {
+            ["none"] => Ok(Expect::NoXid),
+            ["assigned"] => Ok(Expect::Xid),
+            _ => Err(format!(
+                "`probe xid` expects `none` (the transaction wrote nothing) or `assigned`, not \
+                 `{}`",
+                words.join(" ")
+            )),
+        }
+    }
+
+    /// Whether a `probe xid` that found a transaction id (`assigned`) meets this.
+    pub fn met_by_probe(&self, assigned: bool) -> bool {
+        matches!(
+            (self, assigned),
+            (Expect::Xid, true) | (Expect::NoXid, false)
+        )
     }
 
     /// Whether a call of `kind` can give this answer.

@@ -35,7 +35,7 @@
 use super::expect::Expect;
 use super::{stepped_workload, Plan, PlanError, PlanStep};
 use crate::workload::{
-    CallKind, EpochChoice, Names, OpChoice, OwnerChoice, Signal, Step, Stop, Workload, KEYS,
+    CallKind, EpochChoice, Names, OpChoice, OwnerChoice, Probe, Signal, Step, Stop, Workload, KEYS,
     PROCESSES,
 };
 use model::{Interval, Isolation};
@@ -340,6 +340,10 @@ impl Reader {
                  connection of its own and could wait for that transaction's row lock; put it \
                  after `p{process} commit` or give it to a process with no transaction open"
             )),
+            (Step::Probe(_), None) => Err(format!(
+                "p{process} has no open transaction: a probe asks whether the open transaction \
+                 wrote; put it between `p{process} begin` and its end"
+            )),
             (Step::Begin(_), None) => {
                 *open = Some(number);
                 Ok(())
@@ -449,7 +453,7 @@ fn span(prefix: &str, count: u32) -> String {
 }
 
 const ACTIONS: &str =
-    "acquire, renew, release, inspect, begin, commit, rollback, pause, lapse, cancel, terminate or restart";
+    "acquire, renew, release, inspect, begin, commit, rollback, pause, lapse, cancel, terminate, restart or probe";
 
 /// The step of process `process` that `words` (after the process) spell, and the answer
 /// it expects.
@@ -459,11 +463,11 @@ fn action_of(w: &Workload, process: u32, words: &[&str]) -> Result<(Step, Option
     };
     let call = |kind| call_of(w, kind, verb, rest).map(|(c, e)| (Step::Call(c), e));
     match verb {
-        "acquire" | "renew" | "release" | "inspect" => {}
+        "acquire" | "renew" | "release" | "inspect" | "probe" => {}
         _ if rest.contains(&"expect") => {
             return Err(format!(
                 "`{verb}` takes no `expect`: only a call (acquire, renew, release, inspect) \
-                 expects an answer"
+                 or a probe expects an answer"
             ))
         }
         _ => {}
@@ -499,10 +503,27 @@ fn action_of(w: &Workload, process: u32, words: &[&str]) -> Result<(Step, Option
                     .into(),
             ),
         },
+        "probe" => probe_of(rest),
         "cancel" => Ok((Step::Signal(Signal::Cancel), None)),
         "terminate" => Ok((Step::Signal(Signal::Terminate), None)),
         other => Err(format!("unknown action `{other}`: write {ACTIONS}")),
     }
+}
+
+fn probe_of(rest: &[&str]) -> Result<(Step, Option<Expect>), String> {
+    let (what, expect) = match rest.iter().position(|w| *w == "expect") {
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+        None => (rest, None),
+    };
+    if what != ["xid"] {
+        return Err(
+            "`probe` takes what it asks, `xid` (has the open transaction a transaction id?), \
+             and may end with `expect none` or `expect assigned`"
+                .into(),
+        );
+    }
+    let expect = expect.map(Expect::of_probe_words).transpose()?;
+    Ok((Step::Probe(Probe::Xid), expect))
 }
 
 fn restart_of(how: &str, down: &str) -> Result<Step, String> {

@@ -4,6 +4,7 @@
 //! reads briefly in the step's log ([`Answer::text`]).
 
 use crate::recorder::{Begun, Recorder, RecorderError, Session};
+use crate::workload::Probe;
 use model::{Isolation, Op, OpRecord, OpResult, Outcome, TxnEnd};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -19,6 +20,8 @@ pub(super) enum Action {
     Pause(Duration),
     /// The clock-independent lapse of this key.
     Lapse(String),
+    /// A server fact asked on the session.
+    Probe(Probe),
 }
 
 pub(super) struct Command {
@@ -38,6 +41,9 @@ pub(super) enum Answer {
     /// A lapse made and recorded: whether a live lease was there (`None`: its answer was
     /// lost).
     Lapsed(Option<bool>),
+    /// A `probe xid`: whether the open transaction has a transaction id (`None`: no
+    /// transaction was open, an error had ended it).
+    Probed(Option<bool>),
 }
 
 impl Answer {
@@ -53,6 +59,9 @@ impl Answer {
             Answer::Lapsed(Some(true)) => "lapse injected: the live lease expired now".into(),
             Answer::Lapsed(Some(false)) => "lapse injected: no live lease to expire".into(),
             Answer::Lapsed(None) => "lapse injected: its answer was lost".into(),
+            Answer::Probed(Some(true)) => "xid assigned: the transaction wrote".into(),
+            Answer::Probed(Some(false)) => "no xid: the transaction wrote nothing".into(),
+            Answer::Probed(None) => "no transaction open to probe (an error had ended it)".into(),
         }
     }
 }
@@ -128,7 +137,30 @@ async fn perform(
             Ok(Answer::Paused)
         }
         Action::Lapse(key) => lapse(recorder, pid, &key).await.map(Answer::Lapsed),
+        Action::Probe(Probe::Xid) => xid_assigned(session).await.map(Answer::Probed),
     }
+}
+
+/// Whether the session's open transaction has a transaction id (none without one open).
+async fn xid_assigned(session: &Session) -> Result<Option<bool>, RecorderError> {
+    let failed = |detail: String| RecorderError::Probe {
+        probe: "xid",
+        detail,
+    };
+    if session.txn().is_none() {
+        return Ok(None);
+    }
+    let client = session
+        .connection()
+        .ok_or_else(|| failed("the session has no connection".into()))?;
+    let row = client
+        .query_one(
+            "SELECT pg_catalog.pg_current_xact_id_if_assigned() IS NOT NULL",
+            &[],
+        )
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    row.try_get(0).map(Some).map_err(|e| failed(e.to_string()))
 }
 
 /// Lapses `key` on a new connection of the recorder's own, recorded as a `lapse` nemesis

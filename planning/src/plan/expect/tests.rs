@@ -106,12 +106,12 @@ fn a_wrong_expectation_names_its_line_and_the_answers_the_call_gives() {
         (
             "p0 pause 1s expect ok",
             "line 3: `pause` takes no `expect`: only a call (acquire, renew, release, \
-             inspect) expects an answer",
+             inspect) or a probe expects an answer",
         ),
         (
             "p0 begin expect ok",
             "line 3: `begin` takes no `expect`: only a call (acquire, renew, release, \
-             inspect) expects an answer",
+             inspect) or a probe expects an answer",
         ),
     ] {
         assert_eq!(error_of(step), want, "{step}");

@@ -267,3 +267,56 @@ p0 acquire k0 ttl 1min expect granted
         }
     }
 }
+
+/// `probe xid` reads inside a transaction, with or without `expect none|assigned`, and
+/// prints back; outside a transaction, with another word or another answer it is refused.
+#[test]
+fn probe_steps_read_as_written_and_print_back() {
+    use crate::plan::Expect;
+    use crate::workload::Probe;
+    let text = "\
+processes 2
+keys 1
+p0 acquire k0 ttl 1min expect granted
+p1 begin
+p1 acquire k0 ttl 1min expect denied
+p1 probe xid expect none
+p1 probe xid
+p1 rollback
+";
+    let plan = Plan::from_text(text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plan.steps[3].action, Step::Probe(Probe::Xid));
+    assert_eq!(plan.steps[3].expect, Some(Expect::NoXid));
+    assert_eq!(plan.steps[4].expect, None);
+    let printed = plan.to_text();
+    assert!(
+        printed.contains("\np1 probe xid expect none\np1 probe xid\n"),
+        "{printed}"
+    );
+    assert_eq!(Plan::from_text(&printed), Ok(plan));
+    let head = "processes 2\nkeys 1\n";
+    for (lines, want) in [
+        (
+            "p0 probe xid\n",
+            "line 3: p0 has no open transaction: a probe asks",
+        ),
+        (
+            "p0 begin\np0 probe wal\np0 commit\n",
+            "line 4: `probe` takes what it asks, `xid`",
+        ),
+        (
+            "p0 begin\np0 probe xid expect held\np0 commit\n",
+            "line 4: `probe xid` expects `none`",
+        ),
+        (
+            "p0 inspect k0 expect none\n",
+            "line 3: an inspect never answers `none`",
+        ),
+    ] {
+        let got = Plan::from_text(&format!("{head}{lines}")).map_err(|e| e.to_string());
+        match got {
+            Err(e) => assert!(e.starts_with(want), "{lines}: {e}"),
+            Ok(p) => panic!("{lines} read as {p:?}"),
+        }
+    }
+}

@@ -49,9 +49,10 @@ pub fn step_text(s: &PlanStep) -> String {
         Step::Lapse(k) => format!("lapse k{k}"),
         Step::Signal(signal) => signal.name().to_string(),
         Step::Restart(stop, down) => format!("restart {} {}", stop.name(), duration_text(*down)),
+        Step::Probe(probe) => format!("probe {}", probe.name()),
     };
     match (&s.action, &s.expect) {
-        (Step::Call(_), Some(expect)) => {
+        (Step::Call(_) | Step::Probe(_), Some(expect)) => {
             format!("p{} {action} expect {}", s.process, expect.text())
         }
         _ => format!("p{} {action}", s.process),
