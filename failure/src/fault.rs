@@ -10,8 +10,8 @@
 use crate::builds::BrokenBuild;
 use crate::server::Stop;
 use crate::situation::{
-    Breakage, CampaignPlan, Control, Cut, Doctor, Expect, Injection, Script, Shows, Situation,
-    KEPT_WRITE, LAPSE_IGNORED, LOST_WRITE, RENEW_AFTER_LAPSE,
+    plan_file, Breakage, CampaignPlan, Control, Cut, Doctor, Expect, Injection, Script, Shows,
+    Situation, KEPT_WRITE, LAPSE_IGNORED, LOST_WRITE, RENEW_AFTER_LAPSE,
 };
 use model::Invariant;
 use std::fmt;
@@ -209,7 +209,7 @@ faults! {
         in_campaign: true,
         in_quick: true,
         situation: Situation::Plan {
-            name: "terminate",
+            plan: plan_file!("terminate"),
             shows: Shows::Answers,
         },
         injection: Injection::Backend { terminate: true },
@@ -226,7 +226,7 @@ faults! {
         in_campaign: true,
         in_quick: true,
         situation: Situation::Plan {
-            name: "cancel",
+            plan: plan_file!("cancel"),
             shows: Shows::Answers,
         },
         injection: Injection::Backend { terminate: false },
@@ -242,7 +242,7 @@ faults! {
         in_campaign: false,
         in_quick: false,
         situation: Situation::Plan {
-            name: "statement-timeout",
+            plan: plan_file!("statement-timeout"),
             shows: Shows::Answers,
         },
         injection: Injection::Backend { terminate: false },
@@ -258,7 +258,7 @@ faults! {
         in_campaign: false,
         in_quick: false,
         situation: Situation::Plan {
-            name: "lock-timeout",
+            plan: plan_file!("lock-timeout"),
             shows: Shows::Answers,
         },
         injection: Injection::Backend { terminate: false },
@@ -274,7 +274,7 @@ faults! {
         in_campaign: true,
         in_quick: true,
         situation: Situation::Plan {
-            name: "client-pause",
+            plan: plan_file!("client-pause"),
             shows: Shows::Answers,
         },
         injection: Injection::ClientPause,
@@ -348,7 +348,7 @@ faults! {
         in_campaign: false,
         in_quick: false,
         situation: Situation::Plan {
-            name: "downtime-expiry",
+            plan: plan_file!("downtime-expiry"),
             shows: Shows::ExpiryInDowntime,
         },
         injection: Injection::Restart(Stop::Fast),
@@ -367,7 +367,7 @@ faults! {
         in_campaign: false,
         in_quick: false,
         situation: Situation::Plan {
-            name: "short-ttl",
+            plan: plan_file!("short-ttl"),
             shows: Shows::Answers,
         },
         injection: Injection::ClientPause,
@@ -386,7 +386,7 @@ faults! {
         in_campaign: false,
         in_quick: false,
         situation: Situation::Plan {
-            name: "abort-after-acquire",
+            plan: plan_file!("abort-after-acquire"),
             shows: Shows::Answers,
         },
         injection: Injection::SituationOnly,
@@ -416,7 +416,7 @@ faults! {
         in_campaign: false,
         in_quick: true,
         situation: Situation::Plan {
-            name: "wait-wake",
+            plan: plan_file!("wait-wake"),
             shows: Shows::WakeWithinPollBound,
         },
         injection: Injection::SituationOnly,

@@ -11,10 +11,10 @@ use model::Invariant;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Situation {
     /// A few sessions make set calls around one fault, as a plan: `failure/plans/NAME.plan`
-    /// (the plan text of specs/HISTORY.md, its settings and `expect`s included), played by
-    /// the harness's stepped runner; `shows` is what its history must show beyond the
-    /// plan's answers.
-    Plan { name: &'static str, shows: Shows },
+    /// (the plan text of specs/HISTORY.md, its settings and `expect`s included; the record
+    /// names it with `plan_file!("NAME")`), played by the harness's stepped runner; `shows`
+    /// is what its history must show beyond the plan's answers.
+    Plan { plan: PlanFile, shows: Shows },
     /// A situation no plan step can make yet, as code ([`Script`]).
     Scripted(Script),
     /// A short campaign under a fixed fault schedule ([`CampaignPlan`]).
@@ -106,6 +106,30 @@ pub(crate) const LAPSE_IGNORED: &[Invariant] = &[
     Invariant::InspectConsistent,
     Invariant::MutualExclusion,
 ];
+
+/// A plan file of `failure/plans/`, embedded: its name and its text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanFile {
+    pub name: &'static str,
+    pub text: &'static str,
+}
+
+/// The plan file `failure/plans/NAME.plan`, embedded at build time (a missing file does
+/// not compile).
+macro_rules! plan_file {
+    ($name:literal) => {
+        $crate::situation::PlanFile {
+            name: $name,
+            text: include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/plans/",
+                $name,
+                ".plan"
+            )),
+        }
+    };
+}
+pub(crate) use plan_file;
 
 /// What a plan situation's history must show beyond the plan's answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -177,8 +177,8 @@ pub async fn run(
 ) -> CheckResult {
     match fault.spec().situation {
         Situation::Campaign(plan) => campaigns::run(fault, plan, install, build, breakage).await,
-        Situation::Plan { name, shows } => {
-            let scene = scripted::Scene::Plan(name, shows);
+        Situation::Plan { plan, shows } => {
+            let scene = scripted::Scene::Plan(plan, shows);
             scripted::run(fault, scene, install, build, breakage).await
         }
         Situation::Scripted(script) => {
@@ -186,16 +186,6 @@ pub async fn run(
             scripted::run(fault, scene, install, build, breakage).await
         }
     }
-}
-
-/// The text of the plan file `name` of `failure/plans/`, if there is one.
-pub fn plan_text(name: &str) -> Option<&'static str> {
-    scripted::plan_text(name)
-}
-
-/// The names of the plan files of `failure/plans/`.
-pub fn plan_names() -> Vec<&'static str> {
-    scripted::plan_names()
 }
 
 /// `fault`'s doctored control judged on the history of its passed check (the doctored

@@ -12,21 +12,20 @@ use super::rig::Rig;
 use super::{doctor, judge, Breakage, CheckFailure, CheckResult, Passed, Script, Shows};
 use crate::error::FaultError;
 use crate::fault::Fault;
+use crate::situation::PlanFile;
 use harness::extension::ExtensionFiles;
 use harness::pg::PgInstall;
 
 mod commit_crash;
 mod plans;
 
-pub(super) use plans::{names as plan_names, text as plan_text};
-
 use commit_crash::commit_crash;
 
 /// A check's situation as the checks module hands it here.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Scene {
-    /// The plan `failure/plans/NAME.plan`, and what its history must show.
-    Plan(&'static str, Shows),
+    /// A plan file, and what its history must show.
+    Plan(PlanFile, Shows),
     /// A situation written as code (commit-crash, the only one).
     Script(Script),
 }
@@ -48,7 +47,7 @@ pub(super) async fn run(
         );
     };
     let (plan, shows) = match scene {
-        Scene::Plan(name, shows) => (Some(plans::read(fault, name)?), shows),
+        Scene::Plan(plan, shows) => (Some(plans::read(fault, plan)?), shows),
         Scene::Script(_) => (None, Shows::Answers),
     };
     let setup = plan.as_ref().map(plans::setup).unwrap_or_default();

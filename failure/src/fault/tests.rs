@@ -229,28 +229,3 @@ fn the_situations_and_controls_are_those_dispatched_by_hand_before() {
         Expect::Violation(&[Invariant::MutualExclusion, Invariant::GrantEpochFresh])
     );
 }
-
-/// Every record whose situation is a plan names a plan file of `failure/plans/`, and every
-/// plan file is some record's situation (none left behind by a removed fault).
-#[test]
-fn plan_situations_and_plan_files_match_one_to_one() {
-    let named: Vec<&str> = SPECS
-        .iter()
-        .filter_map(|s| match s.situation {
-            Situation::Plan { name, .. } => Some(name),
-            _ => None,
-        })
-        .collect();
-    for name in &named {
-        assert!(
-            crate::checks::plan_text(name).is_some(),
-            "failure/plans/{name}.plan is missing"
-        );
-    }
-    for name in crate::checks::plan_names() {
-        assert!(
-            named.contains(&name),
-            "failure/plans/{name}.plan is no fault's situation"
-        );
-    }
-}

@@ -9,6 +9,7 @@ use crate::error::FaultError;
 use crate::fault::Fault;
 use crate::inject::Reach;
 use crate::server::Stop;
+use crate::situation::PlanFile;
 use harness::campaign::Silent;
 use harness::recorder::CLIENT_TIMEOUT;
 use harness::session::SessionSettings;
@@ -18,33 +19,13 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_postgres::Client;
 
-include!(concat!(env!("OUT_DIR"), "/fault_plans.rs"));
-
-/// The names of the plan files.
-pub(crate) fn names() -> Vec<&'static str> {
-    PLANS.iter().map(|(name, _)| *name).collect()
-}
-
-/// The text of the plan file `name` (`failure/plans/NAME.plan`), if there is one.
-pub(crate) fn text(name: &str) -> Option<&'static str> {
-    PLANS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, text)| *text)
-}
-
-/// The plan `name` of `fault`'s situation, read.
-pub(super) fn read(fault: Fault, name: &str) -> Result<Plan, FaultError> {
-    let text = text(name).ok_or_else(|| {
+/// `fault`'s situation, the plan file `plan`, read.
+pub(super) fn read(fault: Fault, plan: PlanFile) -> Result<Plan, FaultError> {
+    Plan::from_text(plan.text).map_err(|e| {
         FaultError::Task(format!(
-            "the {} situation's plan failure/plans/{name}.plan is missing",
-            fault.name()
-        ))
-    })?;
-    Plan::from_text(text).map_err(|e| {
-        FaultError::Task(format!(
-            "the {} situation's plan failure/plans/{name}.plan does not read: {e}",
-            fault.name()
+            "the {} situation's plan failure/plans/{}.plan does not read: {e}",
+            fault.name(),
+            plan.name
         ))
     })
 }
@@ -271,19 +252,52 @@ fn judged(fault: Fault, played: Played) -> Result<Vec<String>, CheckFailure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::situation::plan_file;
 
-    /// Every plan file reads, and every call in it expects an answer (what the situation
-    /// shows is stated, not left to the checker alone).
+    /// The plan files of the fault records.
+    fn plan_files() -> Vec<(Fault, PlanFile)> {
+        crate::fault::SPECS
+            .iter()
+            .filter_map(|s| match s.situation {
+                crate::situation::Situation::Plan { plan, .. } => Some((s.fault, plan)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every record's plan reads, and every call in it expects an answer (what the
+    /// situation shows is stated, not left to the checker alone).
     #[test]
     fn every_plan_reads_and_every_call_expects_its_answer() {
-        assert!(!PLANS.is_empty());
-        for (name, text) in PLANS {
-            let plan = Plan::from_text(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let files = plan_files();
+        assert!(!files.is_empty());
+        for (fault, file) in files {
+            let plan = read(fault, file).unwrap_or_else(|e| panic!("{e}"));
             for s in &plan.steps {
                 if let harness::workload::Step::Call(_) = s.action {
-                    assert!(s.expect.is_some(), "{name}: {s:?}");
+                    assert!(s.expect.is_some(), "{}: {s:?}", file.name);
                 }
             }
+        }
+    }
+
+    /// Every file of `failure/plans/` is some record's situation: none is left behind by
+    /// a removed fault (a record's missing file does not compile).
+    #[test]
+    fn every_plan_file_is_a_records_situation() {
+        let named: Vec<&str> = plan_files().iter().map(|(_, f)| f.name).collect();
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/plans");
+        let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{dir}: {e}"));
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Some(name) = path.file_stem().and_then(|s| s.to_str()) else {
+                continue;
+            };
+            assert!(
+                named.contains(&name),
+                "{} is no fault's situation",
+                path.display()
+            );
         }
     }
 
@@ -291,15 +305,20 @@ mod tests {
     /// sessions as they are.
     #[test]
     fn a_plans_settings_are_its_sessions_options() {
-        let lock = read(Fault::LockTimeout, "lock-timeout").unwrap_or_else(|e| panic!("{e}"));
+        let lock =
+            read(Fault::LockTimeout, plan_file!("lock-timeout")).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             setup(&lock).session_options.as_deref(),
             Some("-c lock_timeout=300")
         );
-        let cancel = read(Fault::Cancel, "cancel").unwrap_or_else(|e| panic!("{e}"));
+        let cancel = read(Fault::Cancel, plan_file!("cancel")).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(setup(&cancel).session_options, None);
+        let broken = PlanFile {
+            name: "broken",
+            text: "processes 2\np0 grab k0\n",
+        };
         assert!(matches!(
-            read(Fault::Cancel, "no-such-plan"),
+            read(Fault::Cancel, broken),
             Err(FaultError::Task(_))
         ));
     }
