@@ -257,12 +257,23 @@ macro_rules! check {
             run: |ctx| Box::pin($name(ctx)),
         }
     };
-    // A check written as a plan, harness/plans/conformance/NAME.plan (module `plans`).
+    // A check written as a plan, harness/plans/conformance/NAME.plan (module `plans`),
+    // embedded here: a missing file does not compile.
     ($name:ident, plan) => {
         Check {
             name: stringify!($name),
             needs: Needs::Connection,
-            run: |ctx| Box::pin(plans::run(ctx)),
+            run: |ctx| {
+                Box::pin(plans::run(
+                    ctx,
+                    include_str!(concat!(
+                        env!("CARGO_MANIFEST_DIR"),
+                        "/plans/conformance/",
+                        stringify!($name),
+                        ".plan"
+                    )),
+                ))
+            },
         }
     };
 }

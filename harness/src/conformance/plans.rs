@@ -13,76 +13,18 @@ use crate::stepped::{self, Plan, RunOptions, Stage};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Each plan check's name and text.
-pub(super) const PLANS: [(&str, &str); 10] = [
-    (
-        "denied_acquire_returns_nulls_and_writes_nothing",
-        include_str!("../../plans/conformance/denied_acquire_returns_nulls_and_writes_nothing.plan"),
-    ),
-    (
-        "same_owner_acquire_is_idempotent_and_writes_nothing",
-        include_str!(
-            "../../plans/conformance/same_owner_acquire_is_idempotent_and_writes_nothing.plan"
-        ),
-    ),
-    (
-        "acquire_grants_epoch_1_expiring_at_server_time_plus_ttl",
-        include_str!(
-            "../../plans/conformance/acquire_grants_epoch_1_expiring_at_server_time_plus_ttl.plan"
-        ),
-    ),
-    (
-        "renew_extends_expiry_and_keeps_the_epoch",
-        include_str!("../../plans/conformance/renew_extends_expiry_and_keeps_the_epoch.plan"),
-    ),
-    (
-        "release_frees_and_advances_the_epoch",
-        include_str!("../../plans/conformance/release_frees_and_advances_the_epoch.plan"),
-    ),
-    (
-        "renew_and_release_statuses_follow_precedence",
-        include_str!("../../plans/conformance/renew_and_release_statuses_follow_precedence.plan"),
-    ),
-    (
-        "inspect_tells_never_leased_free_held_and_lapsed_apart",
-        include_str!(
-            "../../plans/conformance/inspect_tells_never_leased_free_held_and_lapsed_apart.plan"
-        ),
-    ),
-    (
-        "lapsed_lease_is_taken_over_at_once_with_a_greater_epoch",
-        include_str!(
-            "../../plans/conformance/lapsed_lease_is_taken_over_at_once_with_a_greater_epoch.plan"
-        ),
-    ),
-    (
-        "distinct_keys_never_interact",
-        include_str!("../../plans/conformance/distinct_keys_never_interact.plan"),
-    ),
-    (
-        "a_write_that_waited_across_its_leases_expiry_answers_lapsed",
-        include_str!(
-            "../../plans/conformance/a_write_that_waited_across_its_leases_expiry_answers_lapsed.plan"
-        ),
-    ),
-];
-
 /// Longer than any wait a plan's call makes (as a scripted check's calls): a call without
 /// an answer after this long is cancelled and recorded unknown.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The plan of check `name`.
-pub(super) fn plan_of(name: &str) -> Result<Plan, Failure> {
-    let (_, text) = PLANS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .ok_or_else(|| infra(format!("no plan is written for {name}")))?;
+/// The plan `text` of check `name`, read.
+fn plan_of(name: &str, text: &str) -> Result<Plan, Failure> {
     Plan::from_text(text).map_err(|e| infra(format!("the plan of {name}: {e}")))
 }
 
-/// Runs the check's plan on a fresh database, under the check's session settings.
-pub(super) async fn run(ctx: &Ctx<'_>) -> CheckResult {
-    let plan = plan_of(ctx.check)?;
+/// Runs the check's plan, `text`, on a fresh database, under the check's session settings.
+pub(super) async fn run(ctx: &Ctx<'_>, text: &'static str) -> CheckResult {
+    let plan = plan_of(ctx.check, text)?;
     let db = ctx.fresh_database_on(ctx.cluster, ctx.check).await?;
     let stage = Stage::on(
         ctx.cluster,
@@ -108,17 +50,30 @@ pub(super) async fn run(ctx: &Ctx<'_>) -> CheckResult {
 mod tests {
     use super::*;
 
+    /// Every file of harness/plans/conformance/ reads, expects answers, and is a check of
+    /// the suite under its name (a check's missing file does not compile).
     #[test]
     fn every_plan_reads_and_is_a_check_of_the_suite_under_its_name() {
         let names: Vec<&str> = super::super::checks().iter().map(|c| c.name).collect();
-        for (name, _) in PLANS {
-            let plan = plan_of(name).unwrap_or_else(|e| panic!("{e}"));
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/plans/conformance");
+        let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{dir}: {e}"));
+        let mut seen = 0;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default();
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let plan = plan_of(name, &text).unwrap_or_else(|e| panic!("{e}"));
             assert!(!plan.steps.is_empty(), "{name}");
             assert!(
                 plan.steps.iter().any(|s| s.expect.is_some()),
                 "{name} expects no answer"
             );
             assert!(names.contains(&name), "{name} is not a check");
+            seen += 1;
         }
+        assert!(seen > 0, "no plan in {dir}");
     }
 }
