@@ -42,7 +42,7 @@ use model::{Interval, Isolation};
 
 mod call;
 #[cfg(test)]
-mod lapse_tests;
+mod fault_step_tests;
 mod print;
 #[cfg(test)]
 mod tests;

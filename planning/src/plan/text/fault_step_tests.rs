@@ -1,4 +1,5 @@
-//! The lapse step's text: it reads back, it is refused with its line when malformed, and
+//! The fault and probe steps' text (lapse, cancel, terminate, restart, probe) and the `set`
+//! header: each reads back, is refused with its line when malformed, and
 //! drawn plans never contain it.
 
 use super::*;
