@@ -32,7 +32,7 @@ pub(crate) mod runner;
 pub(crate) use planning::stall;
 
 pub use control::{Boxed, ServerControl};
-pub use expect::Unmet;
+pub use expect::{answers_judgement, Unmet};
 pub use monitor::{Backend, MonitorError, Snapshot, PG_SLEEP};
 pub use plan::{
     call_sql, describe, stepped_workload, Origin, Plan, PlanConfig, PlanError, PlanStep,

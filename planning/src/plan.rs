@@ -8,7 +8,7 @@ mod sql;
 pub mod text;
 
 pub use draw::{stepped_workload, PlanConfig, PlanStrategy, PlanTree, KEYS, MAX_STEPS, PROCESSES};
-pub use expect::Expect;
+pub use expect::{Asked, Expect};
 pub use sql::call_sql;
 pub use text::PlanTextError;
 
@@ -174,9 +174,9 @@ impl Plan {
 fn misplaced(i: usize, s: &PlanStep) -> Option<PlanError> {
     let expect = s.expect.as_ref()?;
     let why = match &s.action {
-        Step::Call(c) if expect.fits(c.call) => return None,
+        Step::Call(c) if expect.fits(Asked::Call(c.call)) => return None,
         Step::Call(c) => format!("its call never answers ({:?})", c.call),
-        Step::Probe(_) if expect.fits_probe() => return None,
+        Step::Probe(_) if expect.fits(Asked::ProbeXid) => return None,
         Step::Probe(probe) => format!("its probe never answers ({})", probe.name()),
         _ => "a step that is no call or probe never answers".to_string(),
     };

@@ -7,6 +7,7 @@ use super::plan::text::step_text;
 use super::plan::Plan;
 use crate::campaign::Outcome;
 use crate::judgement::{Cause, Judgement};
+use crate::recorder::CLIENT_TIMEOUT;
 use model::OpResult;
 use std::fmt;
 
@@ -20,6 +21,10 @@ pub struct Unmet {
     pub came_back: String,
     /// Whether the call answered (else its answer could not be compared).
     pub answered: bool,
+    /// Whether the call was still running when the recorder gave up on it, at its call
+    /// timeout (10 s): nothing the plan expects takes that long, so the target did not end
+    /// the call (a lock wait a timeout should have ended, a signal it ignored, a lost wake-up).
+    pub outlived_client_timeout: bool,
 }
 
 impl fmt::Display for Unmet {
@@ -48,6 +53,10 @@ pub(super) fn compare(plan: &Plan, step: usize, result: &OpResult) -> Option<Unm
         expected: expect.text(),
         came_back: answer_text(result),
         answered,
+        outlived_client_timeout: matches!(
+            result,
+            OpResult::Unknown { reason } if reason.starts_with(CLIENT_TIMEOUT)
+        ),
     })
 }
 
@@ -69,44 +78,83 @@ pub(super) fn compare_probe(plan: &Plan, step: usize, assigned: Option<bool>) ->
             expected: expect.text(),
             came_back: came_back.into(),
             answered: assigned.is_some(),
+            outlived_client_timeout: false,
         }),
     }
 }
 
 /// The judgement of a run whose outcome is `outcome` and whose calls answered `unmet`
-/// otherwise than expected: the checker's finding (with the unmet expectations after it),
-/// else the calls that answered otherwise, else the outcome's no verdict, else no verdict
-/// when an expected answer could not be compared, else the outcome's pass.
+/// otherwise than expected: the checker's finding (with the answers' finding after it),
+/// else the answers' finding, else the outcome's no verdict, else the answers' judgement.
 pub fn judgement(outcome: &Outcome, unmet: &[Unmet]) -> Judgement {
-    let (wrong, unanswered): (Vec<&Unmet>, Vec<&Unmet>) = unmet.iter().partition(|u| u.answered);
-    match outcome.judgement() {
-        Judgement::Finding { invariant, message } if !wrong.is_empty() => Judgement::Finding {
+    match (outcome.judgement(), answers_judgement(unmet)) {
+        (
+            Judgement::Finding { invariant, message },
+            Judgement::Finding {
+                message: answers, ..
+            },
+        ) => Judgement::Finding {
             invariant,
-            message: format!("{}\n{}", message.trim_end(), listed(&wrong)),
+            message: format!("{}\n{answers}", message.trim_end()),
         },
-        finding @ Judgement::Finding { .. } => finding,
-        _ if !wrong.is_empty() => Judgement::finding(listed(&wrong)),
-        no_verdict @ Judgement::NoVerdict { .. } => no_verdict,
-        Judgement::Pass if !unanswered.is_empty() => Judgement::NoVerdict {
-            cause: Cause::Machine,
-            why: format!(
-                "the history is linearizable, but {} expected answer(s) could not be compared: \
-                 {}",
-                unanswered.len(),
-                joined(&unanswered)
-            ),
+        (finding @ Judgement::Finding { .. }, _) => finding,
+        (_, finding @ Judgement::Finding { .. }) => finding,
+        (no_verdict @ Judgement::NoVerdict { .. }, _) => no_verdict,
+        (_, Judgement::NoVerdict { cause, why }) => Judgement::NoVerdict {
+            cause,
+            why: format!("the history is linearizable, but {why}"),
         },
-        pass => pass,
+        (_, answers) => answers,
+    }
+}
+
+/// What the answers alone say, whatever the history: a finding when a call answered
+/// otherwise than expected or outlived the client timeout; no verdict when an expected
+/// answer never came, so it could not be compared; else a pass.
+pub fn answers_judgement(unmet: &[Unmet]) -> Judgement {
+    let (wrong, unanswered): (Vec<&Unmet>, Vec<&Unmet>) = unmet.iter().partition(|u| u.answered);
+    let (late, unanswered): (Vec<&Unmet>, Vec<&Unmet>) = unanswered
+        .into_iter()
+        .partition(|u| u.outlived_client_timeout);
+    match (wrong.is_empty(), late.is_empty()) {
+        (false, _) => return Judgement::finding(listed(&wrong)),
+        (true, false) => {
+            return Judgement::finding(format!(
+                "the target did not end {} it should have ended: {}",
+                calls(late.len(), "a call", "calls"),
+                joined(&late)
+            ))
+        }
+        (true, true) => {}
+    }
+    if unanswered.is_empty() {
+        return Judgement::Pass;
+    }
+    Judgement::NoVerdict {
+        cause: Cause::Machine,
+        why: format!(
+            "{} expected answer(s) could not be compared: {}",
+            unanswered.len(),
+            joined(&unanswered)
+        ),
     }
 }
 
 /// One line: how many calls did not answer as expected, and each.
 fn listed(wrong: &[&Unmet]) -> String {
-    let calls = match wrong.len() {
-        1 => "a call did not".to_string(),
-        n => format!("{n} calls did not"),
-    };
-    format!("{calls} answer as the plan expects: {}", joined(wrong))
+    format!(
+        "{} answer as the plan expects: {}",
+        calls(wrong.len(), "a call did not", "calls did not"),
+        joined(wrong)
+    )
+}
+
+/// `one` when `n` is 1, else `n` and `many`.
+fn calls(n: usize, one: &str, many: &str) -> String {
+    match n {
+        1 => one.to_string(),
+        n => format!("{n} {many}"),
+    }
 }
 
 fn joined(unmet: &[&Unmet]) -> String {
@@ -144,6 +192,34 @@ mod tests {
         assert_eq!(unmet_of("p0 renew k0 ttl 1min expect ok", &renewed), None);
         assert_eq!(unmet_of("p0 renew k0 ttl 1min", &renewed), None);
         assert_eq!(judgement(&pass, &[]), Judgement::Pass);
+    }
+
+    /// A call still running at the recorder's call timeout was not ended by the target: a
+    /// finding, where another lost answer (a cut connection) is no verdict.
+    #[test]
+    fn a_call_that_outlived_the_client_timeout_is_a_finding() {
+        let late = OpResult::Unknown {
+            reason: format!("{CLIENT_TIMEOUT} of 10s (cancelled)"),
+        };
+        let unmet =
+            unmet_of("p0 acquire k0 ttl 1min wait 300ms expect timeout", &late).expect("unmet");
+        assert!(unmet.outlived_client_timeout && !unmet.answered);
+        let pass = Outcome::Linearizable(Stats::default());
+        let j = judgement(&pass, std::slice::from_ref(&unmet));
+        assert!(
+            matches!(&j, Judgement::Finding { message, .. } if message.starts_with("the target did not end a call it should have ended: step 0")),
+            "{j:?}"
+        );
+        let cut = OpResult::Unknown {
+            reason: "connection closed".into(),
+        };
+        let unmet =
+            unmet_of("p0 acquire k0 ttl 1min wait 300ms expect timeout", &cut).expect("unmet");
+        assert!(!unmet.outlived_client_timeout);
+        assert!(matches!(
+            answers_judgement(&[unmet]),
+            Judgement::NoVerdict { .. }
+        ));
     }
 
     #[test]

@@ -66,6 +66,13 @@ const WORDS: [(&str, Expect); 14] = [
     ("assigned", Expect::Xid),
 ];
 
+/// What an expectation is asked of: a call of a kind, or a `probe xid`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Asked {
+    Call(CallKind),
+    ProbeXid,
+}
+
 /// Whether an expectation was met by what came back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Met {
@@ -89,8 +96,12 @@ impl Expect {
         }
     }
 
-    /// The answers a call of `kind` can give, as written after `expect`.
-    pub fn answers(kind: CallKind) -> &'static [&'static str] {
+    /// The answers `asked` can give, as written after `expect`.
+    pub fn answers(asked: Asked) -> &'static [&'static str] {
+        let kind = match asked {
+            Asked::Call(kind) => kind,
+            Asked::ProbeXid => return &["none", "assigned"],
+        };
         match kind {
             CallKind::Acquire => &["granted", "denied", "error SQLSTATE", "unknown"],
             CallKind::AcquireWait => &["granted", "denied", "timeout", "error SQLSTATE", "unknown"],
@@ -114,24 +125,6 @@ impl Expect {
         }
     }
 
-    /// Whether a `probe xid` can give this answer.
-    pub fn fits_probe(&self) -> bool {
-        matches!(self, Expect::NoXid | Expect::Xid)
-    }
-
-    /// The expectation `words` (after `expect`) spell for a `probe xid`.
-    pub fn of_probe_words(words: &[&str]) -> Result<Expect, String> {
-        match words {
-            ["none"] => Ok(Expect::NoXid),
-            ["assigned"] => Ok(Expect::Xid),
-            _ => Err(format!(
-                "`probe xid` expects `none` (the transaction wrote nothing) or `assigned`, not \
-                 `{}`",
-                words.join(" ")
-            )),
-        }
-    }
-
     /// Whether a `probe xid` that found a transaction id (`assigned`) meets this.
     pub fn met_by_probe(&self, assigned: bool) -> bool {
         matches!(
@@ -140,20 +133,20 @@ impl Expect {
         )
     }
 
-    /// Whether a call of `kind` can give this answer.
-    pub fn fits(&self, kind: CallKind) -> bool {
+    /// Whether `asked` can give this answer.
+    pub fn fits(&self, asked: Asked) -> bool {
         let word = match self {
             Expect::Error(_) => "error SQLSTATE".to_string(),
             other => other.text(),
         };
-        Expect::answers(kind).contains(&word.as_str())
+        Expect::answers(asked).contains(&word.as_str())
     }
 
-    /// The expectation `words` (after `expect`) spell for a call of `kind`; `verb` names
-    /// the call in messages.
-    pub fn of_words(kind: CallKind, verb: &str, words: &[&str]) -> Result<Expect, String> {
+    /// The expectation `words` (after `expect`) spell for `asked`; `verb` names a call in
+    /// messages.
+    pub fn of_words(asked: Asked, verb: &str, words: &[&str]) -> Result<Expect, String> {
         let expect = match words {
-            [] => return Err(format!("`expect` needs an answer: {}", listed(kind, verb))),
+            [] => return Err(format!("`expect` needs an answer: {}", listed(asked, verb))),
             ["error", code] => error_of(code)?,
             ["error"] => {
                 return Err("`expect error` needs a SQLSTATE, e.g. `expect error 22023`".into())
@@ -162,19 +155,19 @@ impl Expect {
                 .iter()
                 .find(|(w, _)| w == word)
                 .map(|(_, e)| e.clone())
-                .ok_or_else(|| format!("unknown answer `{word}`: {}", listed(kind, verb)))?,
+                .ok_or_else(|| format!("unknown answer `{word}`: {}", listed(asked, verb)))?,
             [first, ..] => {
                 return Err(format!(
                     "`expect {first}` takes nothing after it: `expect` ends the line"
                 ))
             }
         };
-        if !expect.fits(kind) {
+        if !expect.fits(asked) {
             return Err(format!(
                 "{} never answers `{}`: {}",
-                a(verb),
+                a(&noun(asked, verb)),
                 expect.text(),
-                listed(kind, verb)
+                listed(asked, verb)
             ));
         }
         Ok(expect)
@@ -272,16 +265,22 @@ fn error_of(code: &str) -> Result<Expect, String> {
 }
 
 /// `a renew answers ok, lapsed, ...`.
-fn listed(kind: CallKind, verb: &str) -> String {
-    let answers: Vec<String> = Expect::answers(kind)
+fn listed(asked: Asked, verb: &str) -> String {
+    let answers: Vec<String> = Expect::answers(asked)
         .iter()
         .map(|a| format!("`{a}`"))
         .collect();
-    let kind = match kind {
-        CallKind::AcquireWait => "blocking acquire".to_string(),
-        _ => verb.to_string(),
-    };
-    format!("{} answers {}", a(&kind), answers.join(", "))
+    format!("{} answers {}", a(&noun(asked, verb)), answers.join(", "))
+}
+
+/// What `asked` is called in messages: `verb`, but a blocking acquire or a `probe xid` by
+/// that name.
+fn noun(asked: Asked, verb: &str) -> String {
+    match asked {
+        Asked::Call(CallKind::AcquireWait) => "blocking acquire".into(),
+        Asked::Call(_) => verb.into(),
+        Asked::ProbeXid => "`probe xid`".into(),
+    }
 }
 
 /// `a renew`, `an acquire`.

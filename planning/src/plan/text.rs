@@ -32,7 +32,7 @@
 //! plan can be one: its only step, a stray COMMIT, dropped); running one is the caller's
 //! call (`leasecheck check --plan` refuses it).
 
-use super::expect::Expect;
+use super::expect::{Asked, Expect};
 use super::{stepped_workload, Plan, PlanError, PlanStep};
 use crate::workload::{
     CallKind, EpochChoice, Names, OpChoice, OwnerChoice, Probe, Signal, Step, Stop, Workload, KEYS,
@@ -522,7 +522,9 @@ fn probe_of(rest: &[&str]) -> Result<(Step, Option<Expect>), String> {
                 .into(),
         );
     }
-    let expect = expect.map(Expect::of_probe_words).transpose()?;
+    let expect = expect
+        .map(|words| Expect::of_words(Asked::ProbeXid, "probe", words))
+        .transpose()?;
     Ok((Step::Probe(Probe::Xid), expect))
 }
 

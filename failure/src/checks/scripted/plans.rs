@@ -11,9 +11,9 @@ use crate::inject::Reach;
 use crate::server::Stop;
 use crate::situation::PlanFile;
 use harness::campaign::Silent;
-use harness::recorder::CLIENT_TIMEOUT;
+use harness::judgement::Judgement;
 use harness::session::SessionSettings;
-use harness::stepped::{self, Boxed, Plan, Played, RunError, RunOptions, ServerControl, Unmet};
+use harness::stepped::{self, Boxed, Plan, Played, RunError, RunOptions, ServerControl};
 use model::{History, NemesisEffect, Op, OpResult, Outcome};
 use std::sync::Arc;
 use std::time::Duration;
@@ -211,33 +211,10 @@ fn judged(fault: Fault, played: Played) -> Result<Vec<String>, CheckFailure> {
         Err(e) => return Err(FaultError::Task(e.to_string()).into()),
         Ok(()) => {}
     }
-    let (wrong, unanswered): (Vec<&Unmet>, Vec<&Unmet>) =
-        played.unmet.iter().partition(|u| u.answered);
-    let listed = |unmet: Vec<&Unmet>| {
-        let lines: Vec<String> = unmet.iter().map(|u| u.to_string()).collect();
-        lines.join("; ")
-    };
-    if !wrong.is_empty() {
-        return Err(CheckFailure::Unexpected(listed(wrong)));
-    }
-    // A call the fault should have ended (a timeout of 300 ms, a signal) that was still
-    // running at the recorder's call timeout (10 s) was not ended by it: the target's
-    // doing, as the server answered everything else.
-    let (late, unanswered): (Vec<&Unmet>, Vec<&Unmet>) = unanswered
-        .into_iter()
-        .partition(|u| u.came_back.contains(CLIENT_TIMEOUT));
-    if !late.is_empty() {
-        return Err(CheckFailure::Unexpected(format!(
-            "the fault did not end the call: {}",
-            listed(late)
-        )));
-    }
-    if !unanswered.is_empty() {
-        return Err(FaultError::Task(format!(
-            "an expected answer never came, so it could not be compared: {}",
-            listed(unanswered)
-        ))
-        .into());
+    match stepped::answers_judgement(&played.unmet) {
+        Judgement::Pass => {}
+        Judgement::Finding { message, .. } => return Err(CheckFailure::Unexpected(message)),
+        Judgement::NoVerdict { why, .. } => return Err(FaultError::Task(why).into()),
     }
     Ok(played
         .steps
@@ -253,6 +230,7 @@ fn judged(fault: Fault, played: Played) -> Result<Vec<String>, CheckFailure> {
 mod tests {
     use super::*;
     use crate::situation::plan_file;
+    use harness::stepped::Unmet;
 
     /// The plan files of the fault records.
     fn plan_files() -> Vec<(Fault, PlanFile)> {
@@ -338,6 +316,7 @@ mod tests {
             expected: "error 57014".into(),
             came_back: came_back.into(),
             answered,
+            outlived_client_timeout: false,
         }
     }
 
@@ -351,10 +330,16 @@ mod tests {
             matches!(&wrong, Err(CheckFailure::Unexpected(m)) if m.contains("came back timeout")),
             "{wrong:?}"
         );
-        let late = format!("no answer: {CLIENT_TIMEOUT} of 10s (cancelled)");
-        let late = judged(fault, played(Ok(()), vec![unmet(&late, false)]));
+        let late = Unmet {
+            outlived_client_timeout: true,
+            ..unmet(
+                "no answer: no answer within the client timeout of 10s",
+                false,
+            )
+        };
+        let late = judged(fault, played(Ok(()), vec![late]));
         assert!(
-            matches!(&late, Err(CheckFailure::Unexpected(m)) if m.contains("did not end the call")),
+            matches!(&late, Err(CheckFailure::Unexpected(m)) if m.contains("did not end a call")),
             "{late:?}"
         );
         let lost = judged(

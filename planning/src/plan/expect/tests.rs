@@ -254,6 +254,6 @@ fn unknown_and_a_cancel_are_told_from_answers_and_a_wait_running_out() {
     assert_eq!(code.met_by(&ran_out), Met::No);
     assert_eq!(Expect::Timeout.met_by(&ran_out), Met::Yes);
     for kind in [CallKind::Acquire, CallKind::Renew, CallKind::Inspect] {
-        assert!(Expect::Unknown.fits(kind), "{kind:?}");
+        assert!(Expect::Unknown.fits(Asked::Call(kind)), "{kind:?}");
     }
 }

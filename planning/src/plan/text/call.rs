@@ -3,7 +3,7 @@
 
 use super::print::{invalid_word, INVALID_INPUTS};
 use super::{counted, interval_of, numbered, processes_span, span, Uses};
-use crate::plan::expect::{split_expect, Expect};
+use crate::plan::expect::{split_expect, Asked, Expect};
 use crate::workload::{CallKind, EpochChoice, InvalidInput, OpChoice, OwnerChoice, Workload};
 use model::Interval;
 
@@ -42,7 +42,7 @@ pub(super) fn call_of(
         return Err(format!("`{verb}` needs a ttl, e.g. `{verb} k{key} ttl 5s`"));
     }
     let expect = match expect {
-        Some(words) => Some(Expect::of_words(kind, verb, words)?),
+        Some(words) => Some(Expect::of_words(Asked::Call(kind), verb, words)?),
         None => None,
     };
     let call = OpChoice {

@@ -108,7 +108,8 @@ fn a_plan_built_in_code_refuses_a_lapse_it_cannot_run() {
     // A lapse expects no answer.
     let expecting = PlanStep {
         expect: Some(
-            Expect::of_words(CallKind::Renew, "renew", &["ok"]).unwrap_or_else(|e| panic!("{e}")),
+            Expect::of_words(Asked::Call(CallKind::Renew), "renew", &["ok"])
+                .unwrap_or_else(|e| panic!("{e}")),
         ),
         ..lapse
     };
@@ -307,7 +308,7 @@ p1 rollback
         ),
         (
             "p0 begin\np0 probe xid expect held\np0 commit\n",
-            "line 4: `probe xid` expects `none`",
+            "line 4: a `probe xid` never answers `held`: a `probe xid` answers `none`, `assigned`",
         ),
         (
             "p0 inspect k0 expect none\n",

@@ -555,12 +555,12 @@ fn an_answer(action: &Step, pick: usize) -> Option<crate::plan::Expect> {
     let Step::Call(c) = action else {
         return None;
     };
-    let answers = crate::plan::Expect::answers(c.call);
+    let answers = crate::plan::Expect::answers(crate::plan::Asked::Call(c.call));
     let words: Vec<&str> = match answers[pick % answers.len()] {
         "error SQLSTATE" => vec!["error", "40P01"],
         word => vec![word],
     };
-    crate::plan::Expect::of_words(c.call, "call", &words).ok()
+    crate::plan::Expect::of_words(crate::plan::Asked::Call(c.call), "call", &words).ok()
 }
 
 proptest! {
