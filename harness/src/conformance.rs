@@ -250,21 +250,21 @@ macro_rules! check {
             run: |ctx| Box::pin($name(ctx)),
         }
     };
-    ($name:ident, restarts) => {
-        Check {
-            name: stringify!($name),
-            needs: Needs::ManagedServer,
-            run: |ctx| Box::pin($name(ctx)),
-        }
-    };
     // A check written as a plan, harness/plans/conformance/NAME.plan (module `plans`),
-    // embedded here: a missing file does not compile.
+    // embedded here: a missing file does not compile. One that restarts the server runs
+    // on a cluster of its own.
     ($name:ident, plan) => {
+        check!($name, plan, Needs::Connection, plans::run)
+    };
+    ($name:ident, plan, restarts) => {
+        check!($name, plan, Needs::ManagedServer, plans::run_restarting)
+    };
+    ($name:ident, plan, $needs:expr, $run:path) => {
         Check {
             name: stringify!($name),
-            needs: Needs::Connection,
+            needs: $needs,
             run: |ctx| {
-                Box::pin(plans::run(
+                Box::pin($run(
                     ctx,
                     include_str!(concat!(
                         env!("CARGO_MANIFEST_DIR"),
@@ -304,8 +304,8 @@ pub fn checks() -> Vec<Check> {
         check!(exactly_one_of_concurrent_acquirers_wins),
         check!(blocking_waiters_never_stall_the_holders_renew),
         check!(a_waiter_that_lost_a_race_never_stalls_the_holders_renew),
-        check!(committed_state_survives_restart_and_crash, restarts),
-        check!(downtime_never_extends_ownership, restarts),
+        check!(committed_state_survives_restart_and_crash, plan, restarts),
+        check!(downtime_never_extends_ownership, plan, restarts),
         check!(functions_are_security_definer_volatile_with_pinned_search_path),
         check!(table_is_private_and_functions_are_public),
         check!(trusted_install_by_a_non_superuser_and_drop_destroys_state),

@@ -31,7 +31,7 @@ use planning::races;
 pub(crate) mod runner;
 pub(crate) use planning::stall;
 
-pub use control::{Boxed, ServerControl};
+pub use control::{Boxed, ClusterControl, ServerControl};
 pub use expect::{answers_judgement, Unmet};
 pub use monitor::{Backend, MonitorError, Snapshot, PG_SLEEP};
 pub use plan::{
@@ -55,25 +55,30 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::{Mutex, MutexGuard};
 use tokio_postgres::Client;
 
 /// A database with the target installed, on which plans run one after another.
-pub struct Stage<'c> {
-    cluster: &'c Cluster,
+pub struct Stage {
+    /// How the recorder's sessions connect to the stage's database.
+    config: tokio_postgres::Config,
+    /// The server's version, e.g. `15.18`.
+    postgres: String,
     /// The target's name, for the history's header.
     target: String,
     db: String,
     /// The settings every session of a plan runs under.
     session: SessionSettings,
-    /// Resets the database between plans, and is the runner's monitor.
-    admin: Client,
+    /// Resets the database between plans, and is the runner's monitor (reopened after a
+    /// plan's restart ended it).
+    admin: Mutex<Client>,
     /// A plan has run here: the next one needs a reset.
     used: AtomicBool,
 }
 
-impl<'c> Stage<'c> {
+impl Stage {
     /// Installs `target` into a fresh database of `cluster`.
-    pub async fn new(cluster: &'c Cluster, target: Target) -> Result<Stage<'c>, InfraError> {
+    pub async fn new(cluster: &Cluster, target: Target) -> Result<Stage, InfraError> {
         let db = install_target(cluster, target, "stepped").await?;
         Stage::on(cluster, target.to_string(), db, SessionSettings::none()).await
     }
@@ -82,29 +87,20 @@ impl<'c> Stage<'c> {
     /// installed (and the session setup run); every session of a plan runs under
     /// `session` (the conformance checks' plans: their session settings).
     pub async fn on(
-        cluster: &'c Cluster,
+        cluster: &Cluster,
         target: String,
         db: String,
         session: SessionSettings,
-    ) -> Result<Stage<'c>, InfraError> {
-        let admin = cluster
-            .connect(&db)
-            .await
-            .map_err(|source| InfraError::Database {
-                target: target.clone(),
-                source,
-            })?;
-        // A reset that waits for a lock of a session that did not end must not hang.
-        admin
-            .batch_execute("SET lock_timeout = '10s'")
-            .await
-            .map_err(InfraError::Reset)?;
+    ) -> Result<Stage, InfraError> {
+        let config = cluster.config(&db);
+        let admin = connect_admin(&config, &target).await?;
         Ok(Stage {
-            cluster,
+            config,
+            postgres: cluster.version().full.clone(),
             target,
             db,
             session,
-            admin,
+            admin: Mutex::new(admin),
             used: AtomicBool::new(false),
         })
     }
@@ -121,23 +117,57 @@ impl<'c> Stage<'c> {
 
     /// The server's version, e.g. `15.18`.
     pub fn postgres(&self) -> &str {
-        &self.cluster.version().full
+        &self.postgres
     }
 
     /// Every key never leased again (the state a fresh install has). A fresh stage is
     /// already so, and is left alone: a test may hold locks on it before its first plan.
-    async fn reset(&self) -> Result<(), InfraError> {
+    async fn reset(&self, admin: &Client) -> Result<(), InfraError> {
         if !self.used.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        let table = crate::extension::lease_table(&self.admin)
+        let table = crate::extension::lease_table(admin)
             .await
             .map_err(InfraError::Reset)?;
-        self.admin
+        admin
             .batch_execute(&format!("TRUNCATE {table}"))
             .await
             .map_err(InfraError::Reset)
     }
+
+    /// The stage's own connection, opened anew if a plan's restart ended it.
+    async fn admin(&self) -> Result<MutexGuard<'_, Client>, InfraError> {
+        let mut admin = self.admin.lock().await;
+        if admin.is_closed() {
+            *admin = connect_admin(&self.config, &self.target).await?;
+        }
+        Ok(admin)
+    }
+}
+
+/// The stage's own connection to its database: it resets the database between plans and
+/// is the runner's monitor.
+async fn connect_admin(
+    config: &tokio_postgres::Config,
+    target: &str,
+) -> Result<Client, InfraError> {
+    let (admin, connection) =
+        config
+            .connect(tokio_postgres::NoTls)
+            .await
+            .map_err(|e| InfraError::Database {
+                target: target.to_string(),
+                source: e.into(),
+            })?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    // A reset that waits for a lock of a session that did not end must not hang.
+    admin
+        .batch_execute("SET lock_timeout = '10s'")
+        .await
+        .map_err(InfraError::Reset)?;
+    Ok(admin)
 }
 
 /// How a plan runs and is judged.
@@ -229,25 +259,37 @@ impl Report {
 
 /// Runs `plan` on `stage` (after resetting it) and judges its history.
 pub async fn run(
-    stage: &Stage<'_>,
+    stage: &Stage,
     plan: &Plan,
     options: &RunOptions,
     progress: Arc<dyn Progress>,
 ) -> Report {
-    let recorder = match prepare(stage, plan, options).await {
-        Ok(r) => r,
+    run_controlled(stage, None, plan, options, progress).await
+}
+
+/// Runs `plan` on `stage` as [`run`] does, its restart steps made through `control`, the
+/// caller's control of the stage's server (none: a restart step stops the run without a
+/// verdict).
+pub async fn run_controlled(
+    stage: &Stage,
+    control: Option<&dyn ServerControl>,
+    plan: &Plan,
+    options: &RunOptions,
+    progress: Arc<dyn Progress>,
+) -> Report {
+    let prepared = match stage.admin().await {
+        Ok(admin) => prepare(stage, &admin, plan, options)
+            .await
+            .map(|recorder| (admin, recorder)),
+        Err(e) => Err(e),
+    };
+    let (admin, recorder) = match prepared {
+        Ok(prepared) => prepared,
         Err(e) => return failed(stage, Outcome::Infrastructure(e), None, Outputs::none(plan)),
     };
     let started = Instant::now();
-    let (result, outputs) = record(
-        &recorder,
-        &stage.admin,
-        None,
-        plan,
-        options,
-        progress.clone(),
-    )
-    .await;
+    let (result, outputs) =
+        record(&recorder, &admin, control, plan, options, progress.clone()).await;
     let record_time = started.elapsed();
     let finished = recorder.finish();
     let history = match (result, finished) {
@@ -270,12 +312,13 @@ pub async fn run(
 
 /// Resets the stage and opens the recorder.
 async fn prepare(
-    stage: &Stage<'_>,
+    stage: &Stage,
+    admin: &Client,
     plan: &Plan,
     options: &RunOptions,
 ) -> Result<Arc<Recorder>, InfraError> {
     plan.workload.validate()?;
-    stage.reset().await?;
+    stage.reset(admin).await?;
     let recorder_options = RecorderOptions {
         call_timeout: options.call_timeout,
         history_file: options.history_file.clone(),
@@ -283,8 +326,8 @@ async fn prepare(
         session: with_plan_settings(&stage.session, plan),
         ..RecorderOptions::default()
     };
-    let recorder = Recorder::new(stage.cluster.config(&stage.db), recorder_options)
-        .map_err(InfraError::Recorder)?;
+    let recorder =
+        Recorder::new(stage.config.clone(), recorder_options).map_err(InfraError::Recorder)?;
     Ok(Arc::new(recorder))
 }
 
@@ -352,7 +395,7 @@ async fn record(
 
 /// Checks the history, looks for stalls, and decides the outcome.
 async fn judge_run(
-    stage: &Stage<'_>,
+    stage: &Stage,
     options: &RunOptions,
     history: History,
     outputs: Outputs,
@@ -443,12 +486,7 @@ fn stopped_by(e: RunError) -> Outcome {
 }
 
 /// A report without a verdict.
-fn failed(
-    stage: &Stage<'_>,
-    outcome: Outcome,
-    history: Option<History>,
-    outputs: Outputs,
-) -> Report {
+fn failed(stage: &Stage, outcome: Outcome, history: Option<History>, outputs: Outputs) -> Report {
     Report {
         run: campaign::Report {
             outcome,
@@ -465,7 +503,7 @@ fn failed(
 }
 
 /// The facts of the run, for the history's header.
-fn meta(stage: &Stage<'_>, plan: &Plan) -> BTreeMap<String, serde_json::Value> {
+fn meta(stage: &Stage, plan: &Plan) -> BTreeMap<String, serde_json::Value> {
     let facts = facts_named(stage.target.clone(), plan);
     BTreeMap::from([
         ("target".to_string(), facts.target.into()),

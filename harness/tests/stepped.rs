@@ -1,9 +1,12 @@
 //! Stepped mode (harness::stepped) against real servers: proptest campaigns of plans,
 //! blocked steps, hangs, replay from a seed, shrinking, the timeline of a stepped
-//! violation, and the lock-behaviour mutants seen as stalls.
+//! violation, the lock-behaviour mutants seen as stalls, and the fault steps (lapse,
+//! signals, restarts).
 
 #[path = "stepped/lapse.rs"]
 mod lapse;
+#[path = "stepped/restart.rs"]
+mod restart;
 #[path = "stepped/signal.rs"]
 mod signal;
 
@@ -129,18 +132,13 @@ fn first_major() -> u32 {
     test_majors()[0]
 }
 
-fn stage(rt: &tokio::runtime::Runtime, target: Target) -> Stage<'static> {
+fn stage(rt: &tokio::runtime::Runtime, target: Target) -> Stage {
     let cluster = shared(first_major()).expect("a PostgreSQL cluster");
     rt.block_on(Stage::new(cluster, target))
         .expect("the target installed")
 }
 
-fn run(
-    rt: &tokio::runtime::Runtime,
-    stage: &Stage<'_>,
-    plan: &Plan,
-    options: &RunOptions,
-) -> Report {
+fn run(rt: &tokio::runtime::Runtime, stage: &Stage, plan: &Plan, options: &RunOptions) -> Report {
     rt.block_on(stepped::run(stage, plan, options, Arc::new(Silent)))
 }
 
@@ -344,7 +342,7 @@ fn a_recorded_failing_seed_replays_to_the_same_violation() {
     );
 }
 
-fn stage_for_pg_lease(rt: &tokio::runtime::Runtime) -> Stage<'static> {
+fn stage_for_pg_lease(rt: &tokio::runtime::Runtime) -> Stage {
     stage(rt, Target::PgLease)
 }
 

@@ -190,7 +190,7 @@ pub(super) fn run(args: &CheckArgs, seed: u64, dir: &Path) -> anyhow::Result<i32
 /// report, or the last ones, and how many plans ran.
 fn run_plans(
     runtime: &tokio::runtime::Runtime,
-    stage: &Stage<'_>,
+    stage: &Stage,
     plans: &Plans,
     options: &RunOptions,
     bar: &Arc<PlanBar>,

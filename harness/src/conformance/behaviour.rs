@@ -9,7 +9,6 @@ use super::script::{
     acquire, attempt, call, execute, granted, inspect, not_granted, release, renew, Script,
 };
 use super::{infra, pg, CheckResult, Ctx, Failure, MS, S};
-use crate::pg::{Cluster, ClusterOptions};
 use model::{Isolation, OpResult, Outcome};
 use std::time::{Duration, Instant};
 
@@ -298,109 +297,6 @@ pub(super) async fn a_waiter_that_lost_a_race_never_stalls_the_holders_renew(
         return Err(Failure::Violation(format!(
             "the new holder's renew waited {took:?} for a waiter that lost a race"
         )));
-    }
-    Ok(())
-}
-
-/// A cluster of the check's own from the same install (the extension under test is
-/// already installed there), for the checks that stop the server.
-async fn own_cluster(ctx: &Ctx<'_>) -> Result<Cluster, Failure> {
-    let options = ClusterOptions {
-        extensions: Vec::new(),
-        ..ClusterOptions::default()
-    };
-    // initdb and the start block: off the runtime's threads.
-    let install = ctx.cluster.install().map_err(infra)?.clone();
-    tokio::task::spawn_blocking(move || Cluster::start_with(&install, options))
-        .await
-        .map_err(infra)?
-        .map_err(infra)
-}
-
-/// Inspects every key of `keys` on a new session (the server restarted since the last).
-async fn inspect_all(script: &Script, keys: &[&str]) -> CheckResult {
-    let mut s = script.session().await?;
-    for key in keys {
-        call(&mut s, inspect(key)).await?;
-    }
-    Ok(())
-}
-
-pub(super) async fn committed_state_survives_restart_and_crash(ctx: &Ctx<'_>) -> CheckResult {
-    let mut cluster = own_cluster(ctx).await?;
-    let db = ctx.fresh_database_on(&cluster, "durable").await?;
-    let script = Script::on_cluster(ctx, &cluster, &db)?;
-    let keys = ["held", "freed", "uncommitted"];
-    let mut s = script.session().await?;
-    call(&mut s, acquire("held", "a", S(3600), Duration::ZERO)).await?;
-    let got = call(&mut s, acquire("freed", "a", S(3600), Duration::ZERO)).await?;
-    let ep = grant!(script, got);
-    call(&mut s, release("freed", "a", ep)).await?;
-    // An open, uncommitted grant at crash time must vanish.
-    let mut open = script.session().await?;
-    open.begin(Isolation::ReadCommitted).await.map_err(infra)?;
-    call(
-        &mut open,
-        acquire("uncommitted", "a", S(3600), Duration::ZERO),
-    )
-    .await?;
-    let crash = async {
-        cluster.crash_async().await?;
-        cluster.resume_async().await
-    };
-    script.restart("crash", false, crash).await?;
-    // The lost transaction's end, resolved through pg_xact_status.
-    open.commit().await.map_err(infra)?;
-    inspect_all(&script, &keys).await?;
-    script
-        .restart("restart", true, cluster.restart_async())
-        .await?;
-    inspect_all(&script, &keys).await?;
-    let immediate = async {
-        cluster.stop_immediate_async().await?;
-        cluster.resume_async().await
-    };
-    script
-        .restart("immediate-shutdown", false, immediate)
-        .await?;
-    inspect_all(&script, &keys).await?;
-    let mut s = script.session().await?;
-    call(&mut s, acquire("freed", "b", S(60), Duration::ZERO)).await?;
-    script.judge().await
-}
-
-pub(super) async fn downtime_never_extends_ownership(ctx: &Ctx<'_>) -> CheckResult {
-    let mut cluster = own_cluster(ctx).await?;
-    let db = ctx.fresh_database_on(&cluster, "downtime").await?;
-    let script = Script::on_cluster(ctx, &cluster, &db)?;
-    let mut s = script.session().await?;
-    let got = call(&mut s, acquire("k", "a", MS(800), Duration::ZERO)).await?;
-    let ep = grant!(script, got);
-    drop(s);
-    // Down for longer than the TTL: the lease runs out while the server is down.
-    let downtime = async {
-        cluster.stop_fast_async().await?;
-        tokio::time::sleep(MS(1200)).await;
-        cluster.resume_async().await
-    };
-    script.restart("fast-shutdown", true, downtime).await?;
-    let mut s = script.session().await?;
-    call(&mut s, inspect("k")).await?;
-    let renewed = call(&mut s, renew("k", "a", ep, S(60))).await?;
-    call(&mut s, acquire("k", "b", S(60), Duration::ZERO)).await?;
-    // The scenario needs the server's clock past the expiry when it came back; else the
-    // model would rightly accept a successful renew and the check would show nothing.
-    let expired = match (&got.result, renewed.server) {
-        (OpResult::Ok(Outcome::Acquired { expires_at, .. }), Some(window)) => {
-            window.t0() > *expires_at
-        }
-        _ => false,
-    };
-    script.judge().await?;
-    if !expired {
-        return Err(
-            "the server's clock had not passed the lease's expiry after the downtime".into(),
-        );
     }
     Ok(())
 }

@@ -9,7 +9,8 @@
 use super::{infra, CheckResult, Ctx, Failure};
 use crate::campaign::Silent;
 use crate::judgement::Judgement;
-use crate::stepped::{self, Plan, RunOptions, Stage};
+use crate::pg::{Cluster, ClusterOptions};
+use crate::stepped::{self, ClusterControl, Plan, Report, RunOptions, Stage};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,16 +35,60 @@ pub(super) async fn run(ctx: &Ctx<'_>, text: &'static str) -> CheckResult {
     )
     .await
     .map_err(infra)?;
-    let options = RunOptions {
+    let report = stepped::run(&stage, &plan, &options(), Arc::new(Silent)).await;
+    judged(&report)
+}
+
+/// Runs the check's plan, `text`, whose steps restart the server, on a cluster of the
+/// check's own from the same install (the shared cluster never goes down under another
+/// check), under the check's session settings.
+pub(super) async fn run_restarting(ctx: &Ctx<'_>, text: &'static str) -> CheckResult {
+    let plan = plan_of(ctx.check, text)?;
+    let cluster = own_cluster(ctx).await?;
+    let db = ctx.fresh_database_on(&cluster, "restarts").await?;
+    let stage = Stage::on(
+        &cluster,
+        ctx.extension.to_string(),
+        db.clone(),
+        ctx.session.clone(),
+    )
+    .await
+    .map_err(infra)?;
+    let control = ClusterControl::new(cluster, db);
+    let report =
+        stepped::run_controlled(&stage, Some(&control), &plan, &options(), Arc::new(Silent)).await;
+    judged(&report)
+}
+
+fn options() -> RunOptions {
+    RunOptions {
         call_timeout: CALL_TIMEOUT,
         ..RunOptions::default()
-    };
-    let report = stepped::run(&stage, &plan, &options, Arc::new(Silent)).await;
+    }
+}
+
+/// A run's judgement as the check's result.
+fn judged(report: &Report) -> CheckResult {
     match report.judgement() {
         Judgement::Pass => Ok(()),
         Judgement::Finding { message, .. } => Err(Failure::Violation(message)),
         Judgement::NoVerdict { why, .. } => Err(Failure::Infrastructure(why)),
     }
+}
+
+/// A cluster of the check's own from the same install (the extension under test is
+/// already installed there).
+async fn own_cluster(ctx: &Ctx<'_>) -> Result<Cluster, Failure> {
+    let options = ClusterOptions {
+        extensions: Vec::new(),
+        ..ClusterOptions::default()
+    };
+    // initdb and the start block: off the runtime's threads.
+    let install = ctx.cluster.install().map_err(infra)?.clone();
+    tokio::task::spawn_blocking(move || Cluster::start_with(&install, options))
+        .await
+        .map_err(infra)?
+        .map_err(infra)
 }
 
 #[cfg(test)]

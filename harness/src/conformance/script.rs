@@ -5,10 +5,10 @@
 //! does not cover: error texts and SQLSTATEs, whether a call wrote, how long a call took.
 
 use super::{by_sqlstate, infra, pg, Ctx, Failure};
-use crate::pg::{Cluster, PgError};
+use crate::pg::Cluster;
 use crate::recorder::{Recorder, RecorderError, RecorderOptions, Session};
 use model::checker::{check, Verdict};
-use model::{CheckOptions, Interval, NemesisEffect, Op, OpRecord, OpResult, Outcome};
+use model::{CheckOptions, Interval, Op, OpRecord, OpResult, Outcome};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,24 +70,6 @@ impl Script {
             ))),
             Err(e) => Err(infra(e)),
         }
-    }
-
-    /// Stops and restarts the server with `bounce`, recorded as the nemesis `fault` (a
-    /// restart: open transactions are lost, committed state stands). Sessions opened
-    /// before it are not used again.
-    pub(super) async fn restart(
-        &self,
-        fault: &str,
-        clean: bool,
-        bounce: impl std::future::Future<Output = Result<(), PgError>>,
-    ) -> Result<(), Failure> {
-        let started = self.recorder.nemesis_start(fault);
-        let bounced = bounce.await;
-        let effect = NemesisEffect::Restart { clean, down: None };
-        self.recorder
-            .nemesis_end(started, effect, fault.to_string())
-            .map_err(infra)?;
-        bounced.map_err(|e| infra(format!("{fault}: {e}")))
     }
 
     /// Ends the history and judges it: passes only when the checker finds it

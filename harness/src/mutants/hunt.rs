@@ -358,7 +358,7 @@ struct Campaigns<'c> {
     races: Vec<Plan>,
     /// The stepped plans' stage (stepped mode), or why it could not be set up (reported by
     /// the first run, which ends the hunt).
-    stage: Option<Stage<'c>>,
+    stage: Option<Stage>,
     stage_error: Option<InfraError>,
 }
 

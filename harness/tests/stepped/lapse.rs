@@ -13,7 +13,7 @@ use model::history::NemesisEffect;
 use model::CheckOptions;
 use std::sync::Arc;
 
-pub(super) fn run_text(rt: &tokio::runtime::Runtime, stage: &Stage<'_>, text: &str) -> Report {
+pub(super) fn run_text(rt: &tokio::runtime::Runtime, stage: &Stage, text: &str) -> Report {
     let plan = Plan::from_text(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     rt.block_on(stepped::run(
         stage,

@@ -134,7 +134,7 @@ async fn one_late_plan(ctx: &Ctx<'_>, name: &str, plan: &harness::late::Plan) ->
     judged(name, &report.outcome, timeline.flatten(), ctx, start)
 }
 
-async fn one_plan(ctx: &Ctx<'_>, stage: &Stage<'_>, name: &str, plan: &Plan) -> CheckResult {
+async fn one_plan(ctx: &Ctx<'_>, stage: &Stage, name: &str, plan: &Plan) -> CheckResult {
     let start = Instant::now();
     let report = stepped::run(
         stage,

@@ -12,6 +12,7 @@ use crate::server::Stop;
 use crate::situation::PlanFile;
 use harness::campaign::Silent;
 use harness::judgement::Judgement;
+use harness::recorder::Recorder;
 use harness::session::SessionSettings;
 use harness::stepped::{self, Boxed, Plan, Played, RunError, RunOptions, ServerControl};
 use model::{History, NemesisEffect, Op, OpResult, Outcome};
@@ -173,7 +174,13 @@ struct RigControl<'a> {
 }
 
 impl ServerControl for RigControl<'_> {
-    fn restart(&self, stop: Stop, down: Duration) -> Boxed<'_, Result<String, String>> {
+    /// Records on the rig's recorder, the one the plan is played on.
+    fn restart<'a>(
+        &'a self,
+        _recorder: &'a Recorder,
+        stop: Stop,
+        down: Duration,
+    ) -> Boxed<'a, Result<String, String>> {
         Box::pin(async move {
             let r = self
                 .reach

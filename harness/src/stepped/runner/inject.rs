@@ -67,7 +67,10 @@ impl Runner<'_> {
         self.logs[step].issued = Some(self.next_issue);
         self.next_issue += 1;
         let failed = |why| RunError::Restart { step, why };
-        let done = control.restart(stop, down).await.map_err(failed)?;
+        let done = control
+            .restart(&self.recorder, stop, down)
+            .await
+            .map_err(failed)?;
         self.fresh_monitor = Some(control.monitor().await.map_err(failed)?);
         self.logs[step].answer = Some(done);
         for slot in 0..self.slots.len() {
