@@ -5,11 +5,9 @@
 //! The checks that are only sessions doing steps and expecting answers are plans
 //! (module `plans`, harness/plans/conformance/).
 
-use super::script::{
-    acquire, attempt, call, execute, granted, inspect, not_granted, release, renew, Script,
-};
+use super::script::{acquire, call, granted, inspect, not_granted, release, renew, Script};
 use super::{infra, pg, CheckResult, Ctx, Failure, MS, S};
-use model::{Isolation, OpResult, Outcome};
+use model::Isolation;
 use std::time::{Duration, Instant};
 
 /// The epoch `record` was granted, or the check stops (with the checker's finding if the
@@ -84,68 +82,6 @@ pub(super) async fn blocking_acquire_takes_over_at_expiry(ctx: &Ctx<'_>) -> Chec
             "the blocking acquire over a 500ms lease answered {:?} after {took:?}",
             r.result
         )));
-    }
-    Ok(())
-}
-
-pub(super) async fn wait_exhaustion_is_57014_and_distinct_from_a_cancel(
-    ctx: &Ctx<'_>,
-) -> CheckResult {
-    let (_, script) = script(ctx).await?;
-    let mut a = script.session().await?;
-    let mut b = script.session().await?;
-    call(&mut a, acquire("k", "a", S(60), Duration::ZERO)).await?;
-    let exhausted = call(&mut b, acquire("k", "b", S(60), MS(300))).await?;
-    execute(&b, "SET statement_timeout = '200ms'").await?;
-    let cancelled = attempt(&mut b, acquire("k", "b", S(60), S(10))).await?;
-    execute(&b, "RESET statement_timeout").await?;
-    call(&mut b, inspect("k")).await?;
-    script.judge().await?;
-    // The error texts are outside the model: the exhausted wait says so, a cancel does not.
-    if exhausted.result.outcome() != Outcome::Timeout {
-        return Err(Failure::Violation(format!(
-            "exhausted wait: {:?}, expected 57014 wait exhausted",
-            exhausted.result
-        )));
-    }
-    match &cancelled.result {
-        OpResult::Fail { sqlstate, message }
-            if sqlstate == "57014" && !message.starts_with(model::fate::WAIT_EXHAUSTED_PREFIX) =>
-        {
-            Ok(())
-        }
-        other => Err(Failure::Violation(format!(
-            "statement_timeout during a wait: {other:?}, expected a plain 57014 cancel"
-        ))),
-    }
-}
-
-pub(super) async fn aborted_transactions_change_nothing(ctx: &Ctx<'_>) -> CheckResult {
-    let (_, script) = script(ctx).await?;
-    let mut s = script.session().await?;
-    let mut look = script.session().await?;
-    // A rolled-back acquire leaves a never-leased key never-leased.
-    s.begin(Isolation::ReadCommitted).await.map_err(infra)?;
-    call(&mut s, acquire("k", "a", S(60), Duration::ZERO)).await?;
-    s.rollback().await.map_err(infra)?;
-    call(&mut look, inspect("k")).await?;
-    // Rolled-back renew and release leave the lease as it was.
-    let got = call(&mut s, acquire("k", "a", S(60), Duration::ZERO)).await?;
-    let ep = grant!(script, got);
-    s.begin(Isolation::ReadCommitted).await.map_err(infra)?;
-    call(&mut s, renew("k", "a", ep, S(600))).await?;
-    call(&mut s, release("k", "a", ep)).await?;
-    s.rollback().await.map_err(infra)?;
-    call(&mut look, inspect("k")).await?;
-    // A transaction aborted by an error after a grant rolls the grant back too.
-    s.begin(Isolation::ReadCommitted).await.map_err(infra)?;
-    call(&mut s, acquire("k3", "a", S(60), Duration::ZERO)).await?;
-    let failed = execute(&s, "SELECT 1/0").await;
-    s.rollback().await.map_err(infra)?;
-    call(&mut look, inspect("k3")).await?;
-    script.judge().await?;
-    if failed.is_ok() {
-        return Err("division by zero succeeded".into());
     }
     Ok(())
 }

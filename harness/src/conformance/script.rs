@@ -4,7 +4,7 @@
 //! (specs/INVARIANTS.md). A check adds hand-written assertions only for what the model
 //! does not cover: error texts and SQLSTATEs, whether a call wrote, how long a call took.
 
-use super::{by_sqlstate, infra, pg, Ctx, Failure};
+use super::{by_sqlstate, infra, Ctx, Failure};
 use crate::pg::Cluster;
 use crate::recorder::{Recorder, RecorderError, RecorderOptions, Session};
 use model::checker::{check, Verdict};
@@ -140,14 +140,6 @@ pub(super) async fn call(s: &mut Session, op: Op<String, String>) -> Result<OpRe
             Err(infra(format!("{:?} got no answer: {reason}", record.call)))
         }
     }
-}
-
-/// Runs a non-lease statement on the recorded session's connection.
-pub(super) async fn execute(s: &Session, sql: &str) -> Result<(), Failure> {
-    let c = s
-        .connection()
-        .ok_or_else(|| infra("the recorded session has no connection"))?;
-    c.batch_execute(sql).await.map_err(pg)
 }
 
 pub(super) fn interval(d: Duration) -> Interval {

@@ -571,7 +571,7 @@ BEGIN
         // The cancelled waiter's grant overlaps the holder's lease, or reuses its epoch.
         kill: Kill::BreaksEither(Invariant::MutualExclusion, Invariant::GrantEpochFresh),
         hunt: &[Mode::Faults("cancel"), Mode::Faults("statement-timeout")],
-        caught_by: &[],
+        caught_by: &["wait_exhaustion_is_57014_and_distinct_from_a_cancel"],
     },
     Mutant {
         name: "nemesis_slow_wake",
