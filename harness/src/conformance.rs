@@ -9,19 +9,19 @@
 use crate::client::{self, Acquire, Calls, LeaseError};
 use crate::pg::Cluster;
 use crate::session::SessionSettings;
-use behaviour::*;
 use caller_state::*;
 use domain::*;
 use liveness::*;
 use lock_waits::*;
+use race::*;
 use types::*;
 
-mod behaviour;
 mod caller_state;
 pub mod domain;
 pub mod liveness;
 mod lock_waits;
 mod plans;
+mod race;
 mod script;
 mod types;
 use chrono::{DateTime, Utc};
@@ -295,15 +295,18 @@ pub fn checks() -> Vec<Check> {
             lapsed_lease_is_taken_over_at_once_with_a_greater_epoch,
             plan
         ),
-        check!(blocking_acquire_is_woken_by_release),
-        check!(blocking_acquire_takes_over_at_expiry),
+        check!(blocking_acquire_is_woken_by_release, plan),
+        check!(blocking_acquire_takes_over_at_expiry, plan),
         check!(wait_exhaustion_is_57014_and_distinct_from_a_cancel, plan),
         check!(invalid_input_is_22023_naming_every_violation_and_changes_nothing),
         check!(aborted_transactions_change_nothing, plan),
         check!(distinct_keys_never_interact, plan),
         check!(exactly_one_of_concurrent_acquirers_wins),
-        check!(blocking_waiters_never_stall_the_holders_renew),
-        check!(a_waiter_that_lost_a_race_never_stalls_the_holders_renew),
+        check!(blocking_waiters_never_stall_the_holders_renew, plan),
+        check!(
+            a_waiter_that_lost_a_race_never_stalls_the_holders_renew,
+            plan
+        ),
         check!(committed_state_survives_restart_and_crash, plan, restarts),
         check!(downtime_never_extends_ownership, plan, restarts),
         check!(functions_are_security_definer_volatile_with_pinned_search_path),

@@ -15,14 +15,19 @@ pub use text::PlanTextError;
 use crate::workload::{OpChoice, Step, Workload, WorkloadError};
 use model::Interval;
 use std::fmt;
+use std::time::Duration;
 
 /// One step of a plan: process slot `process` runs `action`, a call of which must answer
-/// `expect` when one is given ([`expect`]; a drawn plan gives none).
+/// `expect` when one is given ([`expect`]; a drawn plan gives none), and within `within`
+/// of being sent when that is given too.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlanStep {
     pub process: u32,
     pub action: Step,
     pub expect: Option<Expect>,
+    /// The longest the call may take from sent to answered (`expect granted within 2s`):
+    /// what the model does not decide, how promptly a waiter wakes or a renew runs.
+    pub within: Option<Duration>,
 }
 
 impl PlanStep {
@@ -32,6 +37,7 @@ impl PlanStep {
             process,
             action,
             expect: None,
+            within: None,
         }
     }
 }
@@ -91,6 +97,12 @@ pub enum PlanError {
         expect: String,
         why: String,
     },
+    /// A time bound on a step that is no call with an expectation.
+    #[error(
+        "step {step} must answer within {within:?}, but only a call's expectation takes a \
+         time bound (`expect granted within 2s`)"
+    )]
+    Within { step: usize, within: Duration },
     /// A lapse of a key beyond the plan's keys, or by a process in a transaction.
     #[error("step {step} (a lapse by p{process}) {why}")]
     Lapse {
@@ -172,6 +184,10 @@ impl Plan {
 
 /// The error of step `i` when it expects an answer its action never gives.
 fn misplaced(i: usize, s: &PlanStep) -> Option<PlanError> {
+    let bounds_a_call = matches!(s.action, Step::Call(_)) && s.expect.is_some();
+    if let (Some(within), false) = (s.within, bounds_a_call) {
+        return Some(PlanError::Within { step: i, within });
+    }
     let expect = s.expect.as_ref()?;
     let why = match &s.action {
         Step::Call(c) if expect.fits(Asked::Call(c.call)) => return None,

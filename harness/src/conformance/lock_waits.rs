@@ -5,12 +5,11 @@
 //! that waited across its lease's expiry answering `lapsed` is a plan:
 //! harness/plans/conformance/a_write_that_waited_across_its_leases_expiry_answers_lapsed.plan.)
 
-use super::behaviour::lock_wait_seen;
 use super::script::{acquire, call, granted, not_granted, Script};
-use super::{infra, pg, CheckResult, Ctx, Failure, S};
+use super::{infra, pg, CheckResult, Ctx, Failure, MS, S};
 use chrono::{DateTime, Utc};
 use model::{OpResult, Outcome};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The first grant's ttl, and how long the inserter keeps its transaction open after the
 /// waiter is seen waiting: a grant dated before the wait (call start + ttl) is then
@@ -101,4 +100,38 @@ pub(super) async fn a_first_grant_that_waited_for_a_rolled_back_insert_is_dated_
              expected a grant at epoch 1"
         ))),
     }
+}
+
+/// Polls every 10 ms whether backend `pid` waits for a lock, for at most 5 s or until
+/// `answered()`: `Some(true)` once it is seen waiting, `Some(false)` when it answered
+/// first, `None` when neither happened within 5 s.
+async fn lock_wait_seen(
+    ctx: &Ctx<'_>,
+    db: &str,
+    pid: i32,
+    answered: impl Fn() -> bool,
+) -> Result<Option<bool>, Failure> {
+    let c = ctx.connect(db).await?;
+    let deadline = Instant::now() + S(5);
+    while !answered() {
+        // No row: the backend is gone (its session closed the connection after a
+        // refused call), so it is not waiting; `answered()` will say so shortly.
+        let waiting = c
+            .query_opt(
+                "SELECT coalesce(wait_event_type, '') OPERATOR(pg_catalog.=) 'Lock' \
+                 FROM pg_catalog.pg_stat_activity WHERE pid = $1",
+                &[&pid],
+            )
+            .await
+            .map_err(pg)?
+            .is_some_and(|row| row.get::<_, bool>(0));
+        if waiting {
+            return Ok(Some(true));
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        tokio::time::sleep(MS(10)).await;
+    }
+    Ok(Some(false))
 }

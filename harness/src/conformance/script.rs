@@ -156,25 +156,6 @@ pub(super) fn acquire(key: &str, owner: &str, ttl: Duration, wait: Duration) -> 
     }
 }
 
-/// `lease.renew(key, owner, epoch, ttl)`.
-pub(super) fn renew(key: &str, owner: &str, epoch: i64, ttl: Duration) -> Op<String, String> {
-    Op::Renew {
-        key: Some(key.into()),
-        owner: Some(owner.into()),
-        epoch: Some(epoch),
-        ttl: Some(interval(ttl)),
-    }
-}
-
-/// `lease.release(key, owner, epoch)`.
-pub(super) fn release(key: &str, owner: &str, epoch: i64) -> Op<String, String> {
-    Op::Release {
-        key: Some(key.into()),
-        owner: Some(owner.into()),
-        epoch: Some(epoch),
-    }
-}
-
 /// `lease.inspect(key)`.
 pub(super) fn inspect(key: &str) -> Op<String, String> {
     Op::Inspect {

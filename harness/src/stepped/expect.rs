@@ -8,8 +8,9 @@ use super::plan::Plan;
 use crate::campaign::Outcome;
 use crate::judgement::{Cause, Judgement};
 use crate::recorder::CLIENT_TIMEOUT;
-use model::OpResult;
+use model::{OpRecord, OpResult};
 use std::fmt;
+use std::time::Duration;
 
 /// A call step whose answer was not the one it expects.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,21 +38,32 @@ impl fmt::Display for Unmet {
     }
 }
 
-/// `result`, the answer of `step`, against the answer the step expects (none when it
-/// expects none or got it).
-pub(super) fn compare(plan: &Plan, step: usize, result: &OpResult) -> Option<Unmet> {
+/// `record`, the call of `step`, against the answer the step expects and how soon (none
+/// when it expects none or got it in time).
+pub(super) fn compare(plan: &Plan, step: usize, record: &OpRecord) -> Option<Unmet> {
     let s = plan.steps.get(step)?;
     let expect = s.expect.as_ref()?;
+    let result = &record.result;
+    let took = Duration::from_nanos(record.complete.saturating_sub(record.invoke));
+    let late = s.within.is_some_and(|within| took > within);
     let answered = match expect.met_by(result) {
-        Met::Yes => return None,
-        Met::No => true,
+        Met::Yes if !late => return None,
+        Met::Yes | Met::No => true,
         Met::Unanswered => false,
+    };
+    let expected = match s.within {
+        Some(within) => format!("{} within {within:?}", expect.text()),
+        None => expect.text(),
+    };
+    let came_back = match late {
+        true => format!("{} after {took:.1?}", answer_text(result)),
+        false => answer_text(result),
     };
     Some(Unmet {
         step,
         line: step_text(s),
-        expected: expect.text(),
-        came_back: answer_text(result),
+        expected,
+        came_back,
         answered,
         outlived_client_timeout: matches!(
             result,
@@ -169,8 +181,55 @@ mod tests {
 
     /// A plan whose one call expects what `text` says, and the answer `result`.
     fn unmet_of(text: &str, result: &OpResult) -> Option<Unmet> {
+        unmet_after(text, result, Duration::from_millis(3))
+    }
+
+    /// As [`unmet_of`], the answer coming `took` after the call was sent.
+    fn unmet_after(text: &str, result: &OpResult, took: Duration) -> Option<Unmet> {
         let plan = Plan::from_text(&format!("processes 2\nkeys 1\n{text}\n")).expect("a plan");
-        compare(&plan, 0, result)
+        let record = OpRecord {
+            id: 0,
+            process: 0,
+            txn: None,
+            call: model::Op::Inspect {
+                key: Some("k".into()),
+            },
+            invoke: 1_000,
+            complete: 1_000 + took.as_nanos() as u64,
+            server: None,
+            result: result.clone(),
+        };
+        compare(&plan, 0, &record)
+    }
+
+    /// A right answer that came later than its bound is a finding saying how late; one in
+    /// time passes; a wrong one names its bound beside the answer.
+    #[test]
+    fn a_right_answer_after_its_time_bound_is_a_finding() {
+        let granted = OpResult::Ok(model::Outcome::Acquired {
+            epoch: 2,
+            expires_at: model::Ts(9),
+        });
+        let line = "p1 acquire k0 ttl 1min wait 10s expect granted within 2s";
+        let late = unmet_after(line, &granted, Duration::from_millis(2_600)).expect("late");
+        assert!(late.answered);
+        assert_eq!(late.expected, "granted within 2s");
+        assert_eq!(late.came_back, "granted (epoch 2) after 2.6s");
+        let pass = Outcome::Linearizable(Stats::default());
+        assert!(matches!(
+            judgement(&pass, &[late]),
+            Judgement::Finding { .. }
+        ));
+        assert_eq!(
+            unmet_after(line, &granted, Duration::from_millis(1_900)),
+            None
+        );
+        let denied = OpResult::Ok(model::Outcome::Denied);
+        let wrong = unmet_after(line, &denied, Duration::from_millis(5)).expect("wrong");
+        assert_eq!(
+            (wrong.expected.as_str(), wrong.came_back.as_str()),
+            ("granted within 2s", "denied")
+        );
     }
 
     #[test]

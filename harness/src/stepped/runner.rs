@@ -511,7 +511,7 @@ impl<'a> Runner<'a> {
                 .learn(&record, &self.plan.workload.owner(done.slot as u32));
             log.op = Some(record.id);
             self.unmet
-                .extend(super::expect::compare(self.plan, done.step, &record.result));
+                .extend(super::expect::compare(self.plan, done.step, &record));
             self.answered_ops += 1;
             self.progress.recorded(self.answered_ops);
         }

@@ -579,7 +579,7 @@ BEGIN
         edits: &[("LEAST(0.05,", "LEAST(2.0,")],
         kill: Kill::Stall,
         hunt: &[Mode::Faults("wait-wake")],
-        caught_by: &[],
+        caught_by: &["blocking_acquire_is_woken_by_release"],
     },
     // ---- Beyond a history verdict: errors outside the contract, leaked settings, hangs,
     // column types, swallowed errors, the input domain, late clocks, late wake-ups --------

@@ -39,6 +39,7 @@ use crate::workload::{
     PROCESSES,
 };
 use model::{Interval, Isolation};
+use std::time::Duration;
 
 mod call;
 #[cfg(test)]
@@ -160,6 +161,7 @@ impl Plan {
                         other => other.clone(),
                     },
                     expect: s.expect.clone(),
+                    within: s.within,
                 })
                 .collect(),
             origin: self.origin,
@@ -306,12 +308,21 @@ impl Reader {
                 processes_span(workload.processes)
             ));
         }
+        let (words, within) = within_of(words)?;
         let (action, expect) = action_of(&workload, process, words)?;
+        if within.is_some() && !(matches!(action, Step::Call(_)) && expect.is_some()) {
+            return Err(
+                "`within` bounds a call's expected answer and ends its line, e.g. `p1 acquire \
+                 k0 ttl 1min wait 10s expect granted within 2s`"
+                    .into(),
+            );
+        }
         self.track_transaction(number, process, &action)?;
         self.steps.push(PlanStep {
             process,
             action,
             expect,
+            within,
         });
         Ok(())
     }
@@ -507,6 +518,16 @@ fn action_of(w: &Workload, process: u32, words: &[&str]) -> Result<(Step, Option
         "cancel" => Ok((Step::Signal(Signal::Cancel), None)),
         "terminate" => Ok((Step::Signal(Signal::Terminate), None)),
         other => Err(format!("unknown action `{other}`: write {ACTIONS}")),
+    }
+}
+
+/// The words of a step line without its time bound (`... within 2s`, after `expect`
+/// ANSWER), and the bound.
+fn within_of<'a, 'w>(words: &'a [&'w str]) -> Result<(&'a [&'w str], Option<Duration>), String> {
+    match words {
+        [rest @ .., "within", bound] => Ok((rest, Some(duration_of(bound)?))),
+        [.., "within"] => Err("`within` needs a duration, e.g. `within 2s`".into()),
+        _ => Ok((words, None)),
     }
 }
 

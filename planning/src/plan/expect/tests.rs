@@ -134,15 +134,28 @@ fn a_plan_refuses_an_expectation_its_step_never_gives() {
         process: 0,
         action,
         expect: Some(expect),
+        within: None,
     };
-    let wrong = step(Step::Call(inspect), Expect::Granted);
+    let wrong = step(Step::Call(inspect.clone()), Expect::Granted);
     assert!(matches!(
         Plan::new(workload.clone(), vec![wrong]),
         Err(PlanError::Expect { step: 0, .. })
     ));
     let on_commit = step(Step::Commit, Expect::Ok);
-    let err = Plan::new(workload, vec![PlanStep::new(0, Step::Rollback), on_commit]);
+    let err = Plan::new(
+        workload.clone(),
+        vec![PlanStep::new(0, Step::Rollback), on_commit],
+    );
     assert!(matches!(err, Err(PlanError::Expect { step: 1, .. })));
+    // A time bound needs a call's expectation to bound.
+    let unbounded = PlanStep {
+        within: Some(std::time::Duration::from_secs(2)),
+        ..PlanStep::new(0, Step::Call(inspect))
+    };
+    assert!(matches!(
+        Plan::new(workload, vec![unbounded]),
+        Err(PlanError::Within { step: 0, .. })
+    ));
 }
 
 fn ok(outcome: Outcome<String>) -> OpResult {

@@ -51,8 +51,14 @@ pub fn step_text(s: &PlanStep) -> String {
         Step::Restart(stop, down) => format!("restart {} {}", stop.name(), duration_text(*down)),
         Step::Probe(probe) => format!("probe {}", probe.name()),
     };
-    match (&s.action, &s.expect) {
-        (Step::Call(_) | Step::Probe(_), Some(expect)) => {
+    match (&s.action, &s.expect, s.within) {
+        (Step::Call(_), Some(expect), Some(within)) => format!(
+            "p{} {action} expect {} within {}",
+            s.process,
+            expect.text(),
+            duration_text(within)
+        ),
+        (Step::Call(_) | Step::Probe(_), Some(expect), _) => {
             format!("p{} {action} expect {}", s.process, expect.text())
         }
         _ => format!("p{} {action}", s.process),

@@ -416,6 +416,50 @@ fn bad_calls_name_their_line_and_what_to_write() {
     }
 }
 
+/// `within D` ends a call line after its expectation: it reads into the step's bound and
+/// prints back; anywhere else, or without a duration, it is refused naming its line.
+#[test]
+fn a_time_bound_follows_a_calls_expectation() {
+    let head = "processes 2\nkeys 1\n";
+    let line = "p1 acquire k0 ttl 1min wait 10s expect granted within 2300ms";
+    let plan = Plan::from_text(&format!("{head}{line}\n")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plan.steps[0].within, Some(Duration::from_millis(2300)));
+    let printed = plan.to_text();
+    assert!(
+        printed.contains("wait 10s expect granted within 2300ms\n"),
+        "{printed}"
+    );
+    assert_eq!(
+        Plan::from_text(&printed).map(|p| p.steps),
+        Ok(plan.steps.clone())
+    );
+    for (lines, want) in [
+        (
+            "p0 inspect k0 within 2s\n",
+            "line 3: `within` bounds a call's expected answer",
+        ),
+        (
+            "p0 pause 1s within 2s\n",
+            "line 3: `within` bounds a call's expected answer",
+        ),
+        (
+            "p0 begin\np0 probe xid expect none within 2s\np0 commit\n",
+            "line 4: `within` bounds a call's expected answer",
+        ),
+        (
+            "p0 inspect k0 expect free within\n",
+            "line 3: `within` needs a duration",
+        ),
+        (
+            "p0 inspect k0 expect free within soon\n",
+            "line 3: `soon` is not a duration",
+        ),
+    ] {
+        let got = error_of(&format!("{head}{lines}"));
+        assert!(got.starts_with(want), "{lines}: {got}");
+    }
+}
+
 #[test]
 fn transactions_must_be_closed_as_written() {
     for (text, want) in [
@@ -533,17 +577,23 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                 1 => any_pause().prop_map(Step::Pause),
                 1 => (0..keys as usize).prop_map(Step::Lapse),
             ];
-            let expect = proptest::option::of(any::<usize>());
+            // An answer to expect, and a time bound on it (kept on calls that expect one).
+            let expect = proptest::option::of((any::<usize>(), proptest::option::of(any_pause())));
             let steps = proptest::collection::vec((0..processes, step, expect), 1..24);
             (Just(workload), steps)
         })
         .prop_filter_map("a valid plan", |(workload, steps)| {
             let steps = steps
                 .into_iter()
-                .map(|(process, action, pick)| PlanStep {
-                    expect: pick.and_then(|p| an_answer(&action, p)),
-                    process,
-                    action,
+                .map(|(process, action, pick)| {
+                    let expect = pick.and_then(|(p, _)| an_answer(&action, p));
+                    let within = pick.and_then(|(_, w)| w).filter(|_| expect.is_some());
+                    PlanStep {
+                        expect,
+                        within,
+                        process,
+                        action,
+                    }
                 })
                 .collect();
             Plan::new(workload, steps).ok()
