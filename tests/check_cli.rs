@@ -190,6 +190,56 @@ fn a_written_plan_runs_and_a_failing_one_is_written_back_as_plan_txt() {
     );
 }
 
+/// p0's lease of 800 ms runs out while the server is down (a fast shutdown, 1.2 s down):
+/// lapsed after it, and taken over.
+const RESTART_PLAN: &str = "\
+processes 2
+keys 1
+p0 acquire k0 ttl 800ms expect granted
+p0 restart fast 1200ms
+p0 renew k0 ttl 1min expect lapsed
+p1 acquire k0 ttl 1min expect granted
+";
+
+/// A written plan's restart step restarts the run's throwaway cluster: the plan passes
+/// (exit 0) and its history records the restart. Control: the same plan expecting the
+/// renew to succeed across the downtime is a finding (exit 1) naming the step.
+/// Bounded: two throwaway clusters, a plan of 4 steps with 1.2 s of downtime.
+#[test]
+fn a_written_plan_restarts_the_throwaway_cluster() {
+    let work = tempfile::tempdir().unwrap();
+    for (name, text, want) in [
+        ("restart.plan", RESTART_PLAN.to_string(), 0),
+        (
+            "wrong.plan",
+            RESTART_PLAN.replace("expect lapsed", "expect ok"),
+            1,
+        ),
+    ] {
+        let file = work.path().join(name);
+        std::fs::write(&file, &text).unwrap();
+        let runs = work.path().join(format!("runs-{name}"));
+        let args = [
+            "--mode",
+            "stepped",
+            "--plan",
+            file.to_str().unwrap(),
+            "--history-dir",
+            runs.to_str().unwrap(),
+        ];
+        let (code, err, out) = check_out(&args);
+        assert_eq!(code, want, "{name}: {err}\n{out}");
+        let history = std::fs::read_to_string(run_dir(&runs).join("history.jsonl")).unwrap();
+        assert!(history.contains("\"restart\""), "{name}: {history}");
+        if want == 1 {
+            assert!(
+                out.contains("EXPECTATION NOT MET: step 2 (`p0 renew k0 as own epoch own ttl 1min expect ok`): expected ok, came back lapsed"),
+                "{out}"
+            );
+        }
+    }
+}
+
 /// A malformed plan file, and `--plan` beside options that draw plans, are refused before
 /// anything starts: exit 2 (no verdict), the message naming the line or saying what to do.
 #[test]

@@ -7,7 +7,9 @@
 use super::{async_runtime, print_figures, CheckArgs, RunFiles, HISTORY};
 use anyhow::{bail, Context};
 use harness::campaign::{Progress, Target};
-use harness::stepped::{self, Plan, PlanConfig, Report, RunOptions, Stage, StepOptions};
+use harness::stepped::{
+    self, ClusterControl, Plan, PlanConfig, Report, RunOptions, Stage, StepOptions,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -171,8 +173,10 @@ pub(super) fn run(args: &CheckArgs, seed: u64, dir: &Path) -> anyhow::Result<i32
     };
     let (plan, report, ran) = match runtime.block_on(Stage::new(&cluster, target)) {
         Ok(stage) => {
+            // The throwaway cluster is the run's own: a plan's restart steps restart it.
+            let control = ClusterControl::new(cluster, stage.database().to_string());
             let bar = Arc::new(plan_bar(plans.count()));
-            let ran = run_plans(&runtime, &stage, &plans, &options, &bar);
+            let ran = run_plans(&runtime, (&stage, &control), &plans, &options, &bar);
             bar.0.finish_and_clear();
             ran?
         }
@@ -190,7 +194,7 @@ pub(super) fn run(args: &CheckArgs, seed: u64, dir: &Path) -> anyhow::Result<i32
 /// report, or the last ones, and how many plans ran.
 fn run_plans(
     runtime: &tokio::runtime::Runtime,
-    stage: &Stage,
+    (stage, control): (&Stage, &ClusterControl),
     plans: &Plans,
     options: &RunOptions,
     bar: &Arc<PlanBar>,
@@ -198,7 +202,13 @@ fn run_plans(
     let mut last = None;
     for k in 0..plans.count() {
         let plan = plans.plan(k)?;
-        let report = runtime.block_on(stepped::run(stage, &plan, options, bar.clone()));
+        let report = runtime.block_on(stepped::run_controlled(
+            stage,
+            Some(control),
+            &plan,
+            options,
+            bar.clone(),
+        ));
         bar.0.inc(1);
         let stop = report.judgement().exit() != model::Exit::Passed;
         last = Some((plan, report, k + 1));

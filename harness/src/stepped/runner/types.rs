@@ -100,8 +100,9 @@ pub enum RunError {
     },
     /// A restart step in a plan run without the caller's control of the server.
     #[error(
-        "step {step} restarts the server, which only a managed server's check can do (the \
-         failure crate's fault checks); this run has no control of the server"
+        "step {step} restarts the server, which only a run on a server it manages can do (the \
+         fault checks, the conformance checks that restart, `leasecheck check --plan` on its \
+         throwaway cluster); this run has no control of the server"
     )]
     NoServerControl { step: usize },
     /// The server could not be restarted, or reached again after it.
