@@ -18,9 +18,11 @@ use crate::pg::{Cluster, PgError};
 pub use crate::progress::{Progress, Silent};
 use crate::recorder::{Recorder, RecorderError, RecorderOptions, Session};
 use crate::session::SessionSettings;
-use crate::stepped::plan::PlanError;
-use crate::stepped::runner::RunError;
-use crate::stepped::stall::Stall;
+// Below the stepped runner: its leaf types only (the runner's errors, the pure plan and
+// stall types), never the runner itself, which reports in this module's terms.
+use crate::stepped::runner::types::RunError;
+use planning::plan::PlanError;
+use planning::stall::Stall;
 use crate::workload::{Memory, ProcessPlan, Step, Workload, WorkloadError};
 use model::checker::{Spent, Stats, Violation};
 use model::{Budget, CheckOptions, History, Verdict};
@@ -834,7 +836,11 @@ impl Process {
                 Step::Pause(idle) => tokio::time::sleep(idle).await,
                 // A free-running process draws no lapse or signal (only written plans
                 // make them; the failure crate injects them into campaigns).
-                Step::Lapse(_) | Step::Signal(_) | Step::Restart(..) | Step::Probe(_) => {}
+                Step::Lapse(_)
+                | Step::Signal(_)
+                | Step::Restart(..)
+                | Step::Probe(_)
+                | Step::Set(_) => {}
                 Step::Call(choice) => {
                     if !self.quota.claim() {
                         break;

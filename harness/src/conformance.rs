@@ -315,8 +315,8 @@ pub fn checks() -> Vec<Check> {
         check!(every_call_answers_on_every_state_within_its_bound),
         check!(blocking_waits_end_promptly_at_deadline_and_expiry),
         check!(no_call_changes_the_callers_session_settings),
-        check!(a_read_only_transaction_refuses_writes_with_25006),
-        check!(lock_timeout_fails_a_waiting_call_with_55p03),
+        check!(a_read_only_transaction_refuses_writes_with_25006, plan),
+        check!(lock_timeout_fails_a_waiting_call_with_55p03, plan),
         check!(
             a_write_that_waited_across_its_leases_expiry_answers_lapsed,
             plan

@@ -88,6 +88,9 @@ pub enum RecorderError {
     /// A plan's probe of the server (a fact the model does not decide) got no answer.
     #[error("cannot probe {probe}: {detail}")]
     Probe { probe: &'static str, detail: String },
+    /// A plan's setting of a session was refused (an unknown name, a bad value).
+    #[error("cannot set {setting}: {detail}")]
+    Setting { setting: String, detail: String },
 }
 
 /// How the reason of a call the recorder cancelled at its call timeout begins (its result

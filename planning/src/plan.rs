@@ -258,7 +258,8 @@ fn close_transactions(processes: u32, steps: Vec<PlanStep>) -> Vec<PlanStep> {
             | Step::Lapse(_)
             | Step::Signal(_)
             | Step::Restart(..)
-            | Step::Probe(_) => {}
+            | Step::Probe(_)
+            | Step::Set(_) => {}
         }
         kept.push(s);
     }
@@ -288,6 +289,7 @@ pub fn describe(action: &Step, keys: &[String]) -> String {
             "PROBE {} (has the open transaction a transaction id?)",
             probe.name()
         ),
+        Step::Set(setting) => format!("SET {} = {} (the session's)", setting.name, setting.value),
         Step::Restart(stop, down) => format!(
             "RESTART ({} stop, down {} ms; injected: every connection ends)",
             stop.name(),

@@ -16,6 +16,7 @@ use model::gen::Rng;
 use model::{Epoch, Interval, Isolation, Op, OpRecord, Outcome};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
+use std::fmt;
 
 /// Fewest and most processes of a workload.
 pub const PROCESSES: std::ops::RangeInclusive<u32> = 2..=32;
@@ -794,6 +795,48 @@ pub enum Step {
     /// open transaction (with the answer the step expects, if any). Only written plans
     /// probe; drawn steps never do.
     Probe(Probe),
+    /// A setting of the process's session (`set_config(name, value, false)`: PostgreSQL's
+    /// `SET`, undone by the rollback of a transaction it was made in, gone when the session
+    /// reconnects). Only written plans set; drawn steps never do.
+    Set(Setting),
+}
+
+/// A server setting as a plan names it: `lock_timeout=200ms`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Setting {
+    pub name: String,
+    pub value: String,
+}
+
+impl Setting {
+    /// `name=value`, the setting as a plan writes it: a name of letters, digits, `_` and
+    /// `.`, a value without spaces (both nonempty); else why not.
+    pub fn of(text: &str) -> Result<Setting, String> {
+        let usage = "a setting is written name=value, e.g. `lock_timeout=300ms`";
+        let Some((name, value)) = text.split_once('=') else {
+            return Err(format!("`{text}` is not a setting: {usage}"));
+        };
+        let named = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
+        if !named || value.is_empty() || value.contains(char::is_whitespace) {
+            return Err(format!(
+                "`{text}` is not a setting: {usage} (a name of letters, digits, `_` and `.`, \
+                 a value without spaces)"
+            ));
+        }
+        Ok(Setting {
+            name: name.into(),
+            value: value.into(),
+        })
+    }
+}
+
+impl fmt::Display for Setting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={}", self.name, self.value)
+    }
 }
 
 /// What a [`Step::Probe`] asks the server.
@@ -1111,7 +1154,8 @@ mod tests {
                 | Step::Lapse(_)
                 | Step::Signal(_)
                 | Step::Restart(..)
-                | Step::Probe(_) => {}
+                | Step::Probe(_)
+                | Step::Set(_) => {}
                 Step::Call(c) => {
                     kinds.insert(format!("{:?}", c.call));
                     if c.invalid.is_some() {

@@ -4,7 +4,7 @@
 use super::{InfraError, Outcome};
 use crate::judgement::{Cause, Judgement};
 use crate::recorder::RecorderError;
-use crate::stepped::runner::RunError;
+use crate::stepped::runner::types::RunError;
 
 impl Outcome {
     /// A violation is a finding naming its invariant; a stall, an answer outside the API

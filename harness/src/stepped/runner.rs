@@ -23,7 +23,7 @@
 
 mod inject;
 mod session;
-mod types;
+pub(crate) mod types;
 mod watch;
 
 pub use types::{RunError, StepLog, StepOptions, Waiting};
@@ -359,6 +359,13 @@ impl<'a> Runner<'a> {
                 log.sql =
                     Some("SELECT pg_catalog.pg_current_xact_id_if_assigned() IS NOT NULL".into());
                 Action::Probe(*probe)
+            }
+            Step::Set(setting) => {
+                log.sql = Some(format!(
+                    "SELECT pg_catalog.set_config('{}', '{}', false)",
+                    setting.name, setting.value
+                ));
+                Action::Set(setting.clone())
             }
             // Made by the runner itself ([`Runner::signal`], [`Runner::restart`]), never
             // sent to the process.

@@ -139,3 +139,37 @@ p1 acquire k0 ttl 1h wait 2s expect error 57014
         report.judgement()
     );
 }
+
+/// A process's `set` reaches its session (`statement_timeout` cancels its blocking acquire,
+/// 57014, where p0's own wait runs out as `timeout`); a setting the server refuses ends the
+/// run without a verdict, naming it.
+#[test]
+fn a_process_setting_reaches_its_session_and_a_refused_one_is_no_verdict() {
+    let rt = runtime();
+    let stage = stage_for_pg_lease(&rt);
+    let text = "\
+processes 3
+keys 1
+p2 acquire k0 ttl 1h expect granted
+p1 set statement_timeout=300
+p1 acquire k0 ttl 1h wait 2s expect error 57014
+p0 acquire k0 ttl 1h wait 500ms expect timeout
+";
+    let report = run_text(&rt, &stage, text);
+    assert_eq!(report.judgement(), Judgement::Pass, "{:#?}", report.steps);
+    let refused = run_text(
+        &rt,
+        &stage,
+        "processes 2\nkeys 1\np0 set leasecheck_no_such_setting=1\np0 inspect k0\n",
+    );
+    match &refused.run.outcome {
+        Outcome::Infrastructure(InfraError::Stepped(RunError::Recorder(e))) => {
+            let e = e.to_string();
+            assert!(
+                e.starts_with("cannot set leasecheck_no_such_setting=1"),
+                "{e}"
+            )
+        }
+        other => panic!("a refused setting was judged {other:?}"),
+    }
+}

@@ -391,6 +391,7 @@ mod tests {
                     Step::Signal(_) => panic!("a drawn plan signalled: {plan:?}"),
                     Step::Restart(..) => panic!("a drawn plan restarted: {plan:?}"),
                     Step::Probe(_) => panic!("a drawn plan probed: {plan:?}"),
+                    Step::Set(_) => panic!("a drawn plan set a setting: {plan:?}"),
                     Step::Call(c) => {
                         assert!(c.key < plan.workload.keys as usize);
                         kinds.insert(format!("{:?}", c.call));

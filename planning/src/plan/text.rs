@@ -35,8 +35,8 @@
 use super::expect::{Asked, Expect};
 use super::{stepped_workload, Plan, PlanError, PlanStep};
 use crate::workload::{
-    CallKind, EpochChoice, Names, OpChoice, OwnerChoice, Probe, Signal, Step, Stop, Workload, KEYS,
-    PROCESSES,
+    CallKind, EpochChoice, Names, OpChoice, OwnerChoice, Probe, Setting, Signal, Step, Stop,
+    Workload, KEYS, PROCESSES,
 };
 use model::{Interval, Isolation};
 use std::time::Duration;
@@ -260,28 +260,16 @@ impl Reader {
                 "`set` must come before the first step (line {first})"
             ));
         }
-        let usage = "`set` takes one setting as name=value, e.g. `set lock_timeout=300ms`";
         let [_, setting] = words else {
-            return Err(usage.into());
+            return Err(
+                "`set` takes one setting as name=value, e.g. `set lock_timeout=300ms`".into(),
+            );
         };
-        let Some((name, value)) = setting.split_once('=') else {
-            return Err(usage.into());
-        };
-        let named = !name.is_empty()
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
-        if !named || value.is_empty() {
-            return Err(format!(
-                "`{setting}` is not a setting: {usage} (a name of letters, digits, `_` and \
-                 `.`, a value without spaces)"
-            ));
-        }
-        if let Some((_, _, line)) = self.settings.iter().find(|(n, _, _)| n == name) {
+        let Setting { name, value } = Setting::of(setting)?;
+        if let Some((_, _, line)) = self.settings.iter().find(|(n, _, _)| *n == name) {
             return Err(format!("`{name}` was already set on line {line}"));
         }
-        self.settings
-            .push((name.to_string(), value.to_string(), number));
+        self.settings.push((name, value, number));
         Ok(())
     }
 
@@ -464,7 +452,7 @@ fn span(prefix: &str, count: u32) -> String {
 }
 
 const ACTIONS: &str =
-    "acquire, renew, release, inspect, begin, commit, rollback, pause, lapse, cancel, terminate, restart or probe";
+    "acquire, renew, release, inspect, begin, commit, rollback, pause, lapse, cancel, terminate, restart, probe or set";
 
 /// The step of process `process` that `words` (after the process) spell, and the answer
 /// it expects.
@@ -515,6 +503,14 @@ fn action_of(w: &Workload, process: u32, words: &[&str]) -> Result<(Step, Option
             ),
         },
         "probe" => probe_of(rest),
+        "set" => match rest {
+            [setting] => step(Setting::of(setting).map(Step::Set)),
+            _ => Err(
+                "`set` takes one setting of the process's session, e.g. `p1 set \
+                 lock_timeout=200ms`"
+                    .into(),
+            ),
+        },
         "cancel" => Ok((Step::Signal(Signal::Cancel), None)),
         "terminate" => Ok((Step::Signal(Signal::Terminate), None)),
         other => Err(format!("unknown action `{other}`: write {ACTIONS}")),

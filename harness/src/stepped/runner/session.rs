@@ -4,7 +4,7 @@
 //! reads briefly in the step's log ([`Answer::text`]).
 
 use crate::recorder::{Begun, Recorder, RecorderError, Session};
-use crate::workload::Probe;
+use crate::workload::{Probe, Setting};
 use model::{Isolation, Op, OpRecord, OpResult, Outcome, TxnEnd};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -22,6 +22,8 @@ pub(super) enum Action {
     Lapse(String),
     /// A server fact asked on the session.
     Probe(Probe),
+    /// A setting of the session.
+    Set(Setting),
 }
 
 pub(super) struct Command {
@@ -44,6 +46,8 @@ pub(super) enum Answer {
     /// A `probe xid`: whether the open transaction has a transaction id (`None`: no
     /// transaction was open, an error had ended it).
     Probed(Option<bool>),
+    /// A setting made: its value as the session now shows it.
+    Set(String),
 }
 
 impl Answer {
@@ -62,6 +66,7 @@ impl Answer {
             Answer::Probed(Some(true)) => "xid assigned: the transaction wrote".into(),
             Answer::Probed(Some(false)) => "no xid: the transaction wrote nothing".into(),
             Answer::Probed(None) => "no transaction open to probe (an error had ended it)".into(),
+            Answer::Set(value) => format!("set: now {value}"),
         }
     }
 }
@@ -138,7 +143,28 @@ async fn perform(
         }
         Action::Lapse(key) => lapse(recorder, pid, &key).await.map(Answer::Lapsed),
         Action::Probe(Probe::Xid) => xid_assigned(session).await.map(Answer::Probed),
+        Action::Set(setting) => set(session, &setting).await.map(Answer::Set),
     }
+}
+
+/// Makes `setting` on the session's connection (its name and value as parameters, never
+/// spliced into the SQL): the value the session then shows, or why the server refused it.
+async fn set(session: &Session, setting: &Setting) -> Result<String, RecorderError> {
+    let failed = |detail: String| RecorderError::Setting {
+        setting: setting.to_string(),
+        detail,
+    };
+    let client = session
+        .connection()
+        .ok_or_else(|| failed("the session has no connection".into()))?;
+    let row = client
+        .query_one(
+            "SELECT pg_catalog.set_config($1, $2, false)",
+            &[&setting.name, &setting.value],
+        )
+        .await
+        .map_err(|e| failed(crate::judgement::describe_db(&e)))?;
+    row.try_get(0).map_err(|e| failed(e.to_string()))
 }
 
 /// Whether the session's open transaction has a transaction id (none without one open).

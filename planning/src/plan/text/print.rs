@@ -50,6 +50,7 @@ pub fn step_text(s: &PlanStep) -> String {
         Step::Signal(signal) => signal.name().to_string(),
         Step::Restart(stop, down) => format!("restart {} {}", stop.name(), duration_text(*down)),
         Step::Probe(probe) => format!("probe {}", probe.name()),
+        Step::Set(setting) => format!("set {setting}"),
     };
     match (&s.action, &s.expect, s.within) {
         (Step::Call(_), Some(expect), Some(within)) => format!(

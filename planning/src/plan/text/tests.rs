@@ -460,6 +460,55 @@ fn a_time_bound_follows_a_calls_expectation() {
     }
 }
 
+/// `pN set name=value` is a setting of one process's session: it reads, prints back, and
+/// a malformed one is refused naming its line.
+#[test]
+fn a_process_sets_a_setting_of_its_session() {
+    let head = "processes 2\nkeys 1\n";
+    let plan = Plan::from_text(&format!("{head}p1 set lock_timeout=200ms\np1 inspect k0\n"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let want = Setting {
+        name: "lock_timeout".into(),
+        value: "200ms".into(),
+    };
+    assert_eq!(plan.steps[0].action, Step::Set(want));
+    let printed = plan.to_text();
+    assert!(
+        printed.contains("\np1 set lock_timeout=200ms\n"),
+        "{printed}"
+    );
+    assert_eq!(
+        Plan::from_text(&printed).map(|p| p.steps),
+        Ok(plan.steps.clone())
+    );
+    for (lines, want) in [
+        (
+            "p0 set\n",
+            "line 3: `set` takes one setting of the process's session",
+        ),
+        (
+            "p0 set a=1 b=2\n",
+            "line 3: `set` takes one setting of the process's session",
+        ),
+        (
+            "p0 set lock_timeout\n",
+            "line 3: `lock_timeout` is not a setting",
+        ),
+        (
+            "p0 set lock-timeout=1s\n",
+            "line 3: `lock-timeout=1s` is not a setting",
+        ),
+        (
+            "p0 set lock_timeout=\n",
+            "line 3: `lock_timeout=` is not a setting",
+        ),
+        ("p0 set x=1 expect ok\n", "line 3: `set` takes no `expect`"),
+    ] {
+        let got = error_of(&format!("{head}{lines}"));
+        assert!(got.starts_with(want), "{lines}: {got}");
+    }
+}
+
 #[test]
 fn transactions_must_be_closed_as_written() {
     for (text, want) in [
