@@ -21,11 +21,11 @@ use crate::session::SessionSettings;
 // Below the stepped runner: its leaf types only (the runner's errors, the pure plan and
 // stall types), never the runner itself, which reports in this module's terms.
 use crate::stepped::runner::types::RunError;
-use planning::plan::PlanError;
-use planning::stall::Stall;
 use crate::workload::{Memory, ProcessPlan, Step, Workload, WorkloadError};
 use model::checker::{Spent, Stats, Violation};
 use model::{Budget, CheckOptions, History, Verdict};
+use planning::plan::PlanError;
+use planning::stall::Stall;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;

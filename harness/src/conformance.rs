@@ -13,7 +13,6 @@ use caller_state::*;
 use domain::*;
 use liveness::*;
 use lock_waits::*;
-use race::*;
 use types::*;
 
 mod caller_state;
@@ -21,7 +20,6 @@ pub mod domain;
 pub mod liveness;
 mod lock_waits;
 mod plans;
-mod race;
 mod script;
 mod types;
 use chrono::{DateTime, Utc};
@@ -301,7 +299,7 @@ pub fn checks() -> Vec<Check> {
         check!(invalid_input_is_22023_naming_every_violation_and_changes_nothing),
         check!(aborted_transactions_change_nothing, plan),
         check!(distinct_keys_never_interact, plan),
-        check!(exactly_one_of_concurrent_acquirers_wins),
+        check!(exactly_one_of_concurrent_acquirers_wins, plan),
         check!(blocking_waiters_never_stall_the_holders_renew, plan),
         check!(
             a_waiter_that_lost_a_race_never_stalls_the_holders_renew,

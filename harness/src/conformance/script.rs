@@ -60,18 +60,6 @@ impl Script {
         Ok(s)
     }
 
-    /// Makes the lease on `key` lapse now, recorded as an injected lapse; whether a live
-    /// lease was there.
-    pub(super) async fn lapse(&self, key: &str) -> Result<bool, Failure> {
-        match self.recorder.lapse(key).await {
-            Ok(Some(applied)) => Ok(applied),
-            Ok(None) => Err(infra(format!(
-                "the injected lapse of {key:?} got no answer"
-            ))),
-            Err(e) => Err(infra(e)),
-        }
-    }
-
     /// Ends the history and judges it: passes only when the checker finds it
     /// linearizable; a violation fails with the checker's explanation.
     pub(super) async fn judge(self) -> Result<(), Failure> {
@@ -153,13 +141,6 @@ pub(super) fn acquire(key: &str, owner: &str, ttl: Duration, wait: Duration) -> 
         owner: Some(owner.into()),
         ttl: Some(interval(ttl)),
         wait: Some(interval(wait)),
-    }
-}
-
-/// `lease.inspect(key)`.
-pub(super) fn inspect(key: &str) -> Op<String, String> {
-    Op::Inspect {
-        key: Some(key.into()),
     }
 }
 

@@ -294,7 +294,7 @@ pub const MUTANTS: &[Mutant] = &[
             (TAKE_LOCK_DECIDE, "            IF false THEN"),
             (TAKE_GRANT_DECIDE, "IF true THEN"),
         ],
-        caught_by: &[],
+        caught_by: &["exactly_one_of_concurrent_acquirers_wins"],
     },
     Mutant {
         name: "insert_conflict_takes_over",
@@ -305,7 +305,7 @@ pub const MUTANTS: &[Mutant] = &[
             "        ON CONFLICT (key) DO NOTHING;\n",
             "        ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, epoch = l.epoch + 1, expires_at = EXCLUDED.expires_at;\n",
         )],
-        caught_by: &[],
+        caught_by: &["exactly_one_of_concurrent_acquirers_wins"],
     },
     Mutant {
         name: "take_epoch_from_unlocked_read",
