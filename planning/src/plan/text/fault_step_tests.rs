@@ -250,7 +250,7 @@ p0 acquire k0 ttl 1min expect granted
     for (lines, want) in [
         (
             "set lock_timeout\n",
-            "line 3: `set` takes one setting as name=value",
+            "line 3: `lock_timeout` is not a setting: a setting is written name=value",
         ),
         ("set =1\n", "line 3: `=1` is not a setting"),
         (

@@ -318,12 +318,12 @@ fn misplaced_or_unknown_lines_name_their_line_and_what_to_write() {
         (
             "p0 grab k0\n",
             "line 1: unknown action `grab`: write acquire, renew, release, inspect, begin, \
-             commit, rollback, pause, lapse, cancel, terminate, restart or probe",
+             commit, rollback, pause, lapse, cancel, terminate, restart, probe or set",
         ),
         (
             "p0\n",
             "line 1: p0 needs an action: acquire, renew, release, inspect, begin, commit, \
-             rollback, pause, lapse, cancel, terminate, restart or probe",
+             rollback, pause, lapse, cancel, terminate, restart, probe or set",
         ),
         (
             "p0 inspect k0\nkeys 1\n",
