@@ -1879,15 +1879,21 @@ async fn timezone(major: u32, target: Target) -> R<Vec<Obs>> {
     let cluster = shared_cluster(major)?;
     let (_, c) = target_db(cluster, "fix_timezone", target).await?;
     exec(&c, "SET TimeZone = 'America/New_York'").await?;
-    // The fewest whole days from now whose span holds a change of the UTC offset (a DST
-    // transition; New York's are months apart, so exactly one), and the change's size.
+    // The fewest whole days n for which PostgreSQL's calendar arithmetic in New York
+    // (t + n days) differs from n x 24 h, and by how much: a span holding a DST
+    // transition. The server is the oracle: when t's time of day falls in the hour a
+    // transition skips or repeats, t + n days lands in that hour and can equal n x 24 h
+    // (so the span holding the change is not enough); both t and t + 10 min must differ
+    // so the calls made within seconds of this query see the same n.
     let row = one(
         &c,
-        "SELECT n, (extract(timezone FROM clock_timestamp()) \
-                   - extract(timezone FROM clock_timestamp() + n * interval '24 hours'))::bigint \
-         FROM generate_series(1, 400) AS n \
-         WHERE extract(timezone FROM clock_timestamp() + n * interval '24 hours') \
-               <> extract(timezone FROM clock_timestamp()) \
+        "SELECT n, pg_catalog.date_part('epoch', \
+                   (t + n * interval '1 day') - (t + n * interval '24 hours'))::bigint \
+         FROM (SELECT pg_catalog.clock_timestamp() AS t) AS now, \
+              pg_catalog.generate_series(1, 400) AS n \
+         WHERE t + n * interval '1 day' <> t + n * interval '24 hours' \
+           AND t + interval '10 minutes' + n * interval '1 day' \
+               <> t + interval '10 minutes' + n * interval '24 hours' \
          ORDER BY n LIMIT 1",
         &[],
     )
@@ -1895,7 +1901,7 @@ async fn timezone(major: u32, target: Target) -> R<Vec<Obs>> {
     let (days, shift): (i32, i64) = (get(&row, 0)?, get(&row, 1)?);
     if shift.abs() != 3600 {
         return Err(Fail::Infra(format!(
-            "America/New_York's offset changes by {shift} s within {days} days: the tz data is odd"
+            "America/New_York's calendar days differ from 24 h days by {shift} s over {days} days: the tz data is odd"
         )));
     }
     let exact = chrono::Duration::hours(24 * days as i64);
