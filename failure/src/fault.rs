@@ -10,8 +10,8 @@
 use crate::builds::BrokenBuild;
 use crate::server::Stop;
 use crate::situation::{
-    plan_file, Breakage, CampaignPlan, Control, Cut, Doctor, Expect, Injection, Script, Shows,
-    Situation, KEPT_WRITE, LAPSE_IGNORED, LOST_WRITE, RENEW_AFTER_LAPSE,
+    plan_file, Breakage, CampaignPlan, Control, Cut, Doctor, Expect, Injection, Shows, Situation,
+    KEPT_WRITE, LAPSE_IGNORED, LOST_WRITE, RENEW_AFTER_LAPSE,
 };
 use model::Invariant;
 use std::fmt;
@@ -402,7 +402,10 @@ faults! {
         on_pg14_in_tests: false,
         in_campaign: false,
         in_quick: true,
-        situation: Situation::Scripted(Script::CommitCrash),
+        situation: Situation::Plan {
+            plan: plan_file!("commit-crash"),
+            shows: Shows::Answers,
+        },
         injection: Injection::Restart(Stop::Crash),
         max_hold_ms: 0,
         control: doctored(Doctor::ResolutionSwapped, Expect::Violation(KEPT_WRITE)),

@@ -15,8 +15,6 @@ pub enum Situation {
     /// names it with `plan_file!("NAME")`), played by the harness's stepped runner; `shows`
     /// is what its history must show beyond the plan's answers.
     Plan { plan: PlanFile, shows: Shows },
-    /// A situation no plan step can make yet, as code ([`Script`]).
-    Scripted(Script),
     /// A short campaign under a fixed fault schedule ([`CampaignPlan`]).
     Campaign(CampaignPlan),
 }
@@ -142,15 +140,6 @@ pub enum Shows {
     /// Each waiter granted within the poll bound (50 ms) and a 200 ms margin of the
     /// release that freed its key.
     WakeWithinPollBound,
-}
-
-/// A situation written as code: no plan step can make it yet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Script {
-    /// `commit_crash.rs`: the server crashes with two COMMITs in flight, one trapped after
-    /// its local commit (a missing synchronous standby), one before its commit record (a
-    /// trigger sleeping at commit time).
-    CommitCrash,
 }
 
 /// A campaign check's plan: what workload, schedule and server settings it runs (one arm

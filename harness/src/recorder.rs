@@ -592,6 +592,31 @@ enum Answered<T> {
     TimedOut,
 }
 
+/// How a COMMIT ended its transaction ([`Session::commit_ended`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommitEnd {
+    pub end: TxnEnd,
+    /// Whether the COMMIT itself answered; else its answer was lost (or a restart came
+    /// before it was sent) and `end` is what `pg_xact_status` resolved.
+    pub answered: bool,
+}
+
+impl CommitEnd {
+    fn answered(end: TxnEnd) -> CommitEnd {
+        CommitEnd {
+            end,
+            answered: true,
+        }
+    }
+
+    fn lost(end: TxnEnd) -> CommitEnd {
+        CommitEnd {
+            end,
+            answered: false,
+        }
+    }
+}
+
 /// A client session: one process at a time on one connection. Calls run one at a time.
 pub struct Session {
     recorder: Arc<Recorder>,
@@ -766,22 +791,27 @@ impl Session {
     /// answer is lost is resolved through `pg_xact_status` when the transaction id is
     /// known, and ends `unknown` otherwise.
     pub async fn commit(&mut self) -> Result<TxnEnd, RecorderError> {
+        self.commit_ended().await.map(|c| c.end)
+    }
+
+    /// Commits as [`Session::commit`] does, and says whether the COMMIT itself answered.
+    pub async fn commit_ended(&mut self) -> Result<CommitEnd, RecorderError> {
         let txn = self.take_txn("COMMIT")?;
         let end_invoke = self.recorder.now();
         if self.is_stale() {
             // A restart began before COMMIT would be sent: it rolled the transaction back.
             self.retire();
             self.record_end(&txn, TxnEnd::Rollback, end_invoke)?;
-            return Ok(TxnEnd::Rollback);
+            return Ok(CommitEnd::lost(TxnEnd::Rollback));
         }
-        let end = match self.batch("COMMIT").await {
-            Answered::Yes(()) => TxnEnd::Commit,
+        let ended = match self.batch("COMMIT").await {
+            Answered::Yes(()) => CommitEnd::answered(TxnEnd::Commit),
             Answered::Error(e) => match fate::fate(&e) {
                 // e.g. a serialization failure at commit: the transaction rolled back.
-                Fate::Failed(_) => TxnEnd::Rollback,
+                Fate::Failed(_) => CommitEnd::answered(TxnEnd::Rollback),
                 Fate::Unknown(_) | Fate::Ok => {
                     self.retire();
-                    self.resolve(&txn).await
+                    CommitEnd::lost(self.resolve(&txn).await)
                 }
                 Fate::HarnessBug(cause) => return Err(harness_bug("COMMIT", cause, &e)),
                 // The target's code runs at COMMIT too (a deferred trigger on its table).
@@ -793,10 +823,10 @@ impl Session {
                     });
                 }
             },
-            Answered::TimedOut => self.resolve(&txn).await,
+            Answered::TimedOut => CommitEnd::lost(self.resolve(&txn).await),
         };
-        self.record_end(&txn, end, end_invoke)?;
-        Ok(end)
+        self.record_end(&txn, ended.end, end_invoke)?;
+        Ok(ended)
     }
 
     /// Rolls the open transaction back and records it.

@@ -371,7 +371,7 @@ pub fn with_plan_settings(session: &SessionSettings, plan: &Plan) -> SessionSett
     session
 }
 
-/// Runs the plan's steps; how it ended and what the runner saw.
+/// Runs the plan's setup, its steps and its teardown; how it ended and what the runner saw.
 async fn record(
     recorder: &Arc<Recorder>,
     monitor: &Client,
@@ -380,17 +380,52 @@ async fn record(
     options: &RunOptions,
     progress: Arc<dyn Progress>,
 ) -> (Result<(), RunError>, Outputs) {
+    if let Err(e) = server_sql(monitor, "setup", &plan.setup).await {
+        // Undoes what part of the setup ran; its own failures are the setup's.
+        let _ = server_sql(monitor, "teardown", &plan.teardown).await;
+        return (Err(e), Outputs::none(plan));
+    }
     let mut runner =
         match Runner::start(recorder, plan, options.steps, monitor, control, progress).await {
             Ok(r) => r,
-            Err(e) => return (Err(e), Outputs::none(plan)),
+            Err(e) => {
+                let _ = server_sql(monitor, "teardown", &plan.teardown).await;
+                return (Err(e), Outputs::none(plan));
+            }
         };
     let result = runner.run().await;
     // Every call ends within the call timeout (the recorder cancels it); a margin for the
     // cancel's own round trip.
     let bound = options.call_timeout + Duration::from_secs(5);
-    let outputs = runner.close(result.is_err(), bound).await;
-    (result, outputs)
+    let (outputs, fresh) = runner.close(result.is_err(), bound).await;
+    // After a restart, the caller's monitor connection is gone: the runner's new one.
+    let torn = server_sql(
+        fresh.as_ref().unwrap_or(monitor),
+        "teardown",
+        &plan.teardown,
+    )
+    .await;
+    (result.and(torn), outputs)
+}
+
+/// Runs `statements` (a plan's `which`: setup or teardown) in order on `monitor`, each in
+/// a round trip of its own (`ALTER SYSTEM` runs in no transaction block).
+async fn server_sql(
+    monitor: &Client,
+    which: &'static str,
+    statements: &[String],
+) -> Result<(), RunError> {
+    for statement in statements {
+        monitor
+            .batch_execute(statement)
+            .await
+            .map_err(|e| RunError::ServerSql {
+                which,
+                statement: statement.clone(),
+                why: crate::judgement::describe_db(&e),
+            })?;
+    }
+    Ok(())
 }
 
 /// Checks the history, looks for stalls, and decides the outcome.
@@ -557,6 +592,7 @@ fn step_json(log: &StepLog, plan: &Plan) -> serde_json::Value {
         None => serde_json::Value::Null,
         Some(Waiting::Sleeping) => "asleep in a blocking acquire".into(),
         Some(Waiting::BlockedBy(p)) => serde_json::json!({"blocked_by_processes": p}),
+        Some(Waiting::Standby) => "its COMMIT waits for a synchronous standby".into(),
     };
     serde_json::json!({
         "step": log.step,

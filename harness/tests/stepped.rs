@@ -7,6 +7,8 @@
 mod lapse;
 #[path = "stepped/restart.rs"]
 mod restart;
+#[path = "stepped/server_sql.rs"]
+mod server_sql;
 #[path = "stepped/signal.rs"]
 mod signal;
 

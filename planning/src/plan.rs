@@ -75,6 +75,14 @@ pub struct Plan {
     /// name=value`, after the run's own), e.g. `lock_timeout` for a fault check's plan. A
     /// drawn plan has none.
     pub settings: Vec<(String, String)>,
+    /// SQL statements run on the runner's monitor connection (the caller's superuser
+    /// connection to the plan's database), in order, before the sessions connect: the
+    /// server-side traps a situation needs (a trigger, `ALTER SYSTEM`), as isolationtester's
+    /// `setup`. A drawn plan has none.
+    pub setup: Vec<String>,
+    /// SQL statements run on the monitor connection after every step, however the run
+    /// ended: what undoes `setup`.
+    pub teardown: Vec<String>,
 }
 
 /// A plan that cannot run.
@@ -139,6 +147,8 @@ impl Plan {
             workload,
             origin: Origin::Written,
             settings: Vec::new(),
+            setup: Vec::new(),
+            teardown: Vec::new(),
         })
     }
 
@@ -178,6 +188,8 @@ impl Plan {
                 .iter()
                 .map(|(name, value)| format!("{name}={value}"))
                 .collect::<Vec<_>>(),
+            "setup": self.setup,
+            "teardown": self.teardown,
         })
     }
 }
@@ -194,7 +206,9 @@ fn misplaced(i: usize, s: &PlanStep) -> Option<PlanError> {
         Step::Call(c) => format!("its call never answers ({:?})", c.call),
         Step::Probe(_) if expect.fits(Asked::ProbeXid) => return None,
         Step::Probe(probe) => format!("its probe never answers ({})", probe.name()),
-        _ => "a step that is no call or probe never answers".to_string(),
+        Step::Commit if expect.fits(Asked::Commit) => return None,
+        Step::Commit => "a commit never answers so".to_string(),
+        _ => "a step that is no call, probe or commit never answers".to_string(),
     };
     Some(PlanError::Expect {
         step: i,

@@ -1,5 +1,5 @@
 //! The named checks: one per [`Fault`], each with its negative control. What a check
-//! drives is its fault's record's [`Situation`] (a [`Script`] played by `scripted`, or a
+//! drives is its fault's record's [`Situation`] (a plan played by `scripted`, or a
 //! [`CampaignPlan`] run by `campaigns`) and its control is the record's [`Control`]
 //! ([`crate::fault::SPECS`]).
 //!
@@ -19,9 +19,7 @@ mod campaigns;
 mod rig;
 mod scripted;
 
-pub use crate::situation::{
-    Breakage, CampaignPlan, Control, Doctor, Expect, Script, Shows, Situation,
-};
+pub use crate::situation::{Breakage, CampaignPlan, Control, Doctor, Expect, Shows, Situation};
 
 use crate::error::FaultError;
 use crate::fault::Fault;
@@ -178,12 +176,7 @@ pub async fn run(
     match fault.spec().situation {
         Situation::Campaign(plan) => campaigns::run(fault, plan, install, build, breakage).await,
         Situation::Plan { plan, shows } => {
-            let scene = scripted::Scene::Plan(plan, shows);
-            scripted::run(fault, scene, install, build, breakage).await
-        }
-        Situation::Scripted(script) => {
-            let scene = scripted::Scene::Script(script);
-            scripted::run(fault, scene, install, build, breakage).await
+            scripted::run(fault, plan, shows, install, build, breakage).await
         }
     }
 }

@@ -2,37 +2,26 @@
 //! so that the fault meets exactly the state it is about (a blocking acquire mid-wait, a
 //! transaction holding a row lock, a COMMIT in flight, a lease expiring while the server
 //! is down). Each situation's history is judged by the checker first, then its own
-//! expectations are checked. Nine situations are plans (`scripted/plans.rs`,
-//! `failure/plans/`) with their expectations as the plan's `expect`s and what their history
-//! shows beside the answers; one (`scripted/commit_crash.rs`) is still a function: it needs
-//! a crash with two COMMITs in flight, trapped by a trigger and a missing standby, which no
-//! plan step makes.
+//! expectations are checked. Every situation is a plan (`scripted/plans.rs`,
+//! `failure/plans/`) with its expectations as the plan's `expect`s and what its history
+//! shows beside the answers; the server-side traps a situation needs (commit-crash's
+//! sleeping trigger and missing standby) are the plan's `setup` and `teardown`.
 
 use super::rig::Rig;
-use super::{doctor, judge, Breakage, CheckFailure, CheckResult, Passed, Script, Shows};
+use super::{doctor, judge, Breakage, CheckFailure, CheckResult, Passed, Shows};
 use crate::error::FaultError;
 use crate::fault::Fault;
 use crate::situation::PlanFile;
 use harness::extension::ExtensionFiles;
 use harness::pg::PgInstall;
 
-mod commit_crash;
 mod plans;
 
-use commit_crash::commit_crash;
-
-/// A check's situation as the checks module hands it here.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Scene {
-    /// A plan file, and what its history must show.
-    Plan(PlanFile, Shows),
-    /// A situation written as code (commit-crash, the only one).
-    Script(Script),
-}
-
+/// Plays `fault`'s situation, the plan file `plan` whose history must show `shows`.
 pub(super) async fn run(
     fault: Fault,
-    scene: Scene,
+    plan: PlanFile,
+    shows: Shows,
     install: &PgInstall,
     under_test: &ExtensionFiles,
     breakage: Option<Breakage>,
@@ -46,17 +35,10 @@ pub(super) async fn run(
             FaultError::not_injected(fault.name(), "the broken build no longer applies").into(),
         );
     };
-    let (plan, shows) = match scene {
-        Scene::Plan(plan, shows) => (Some(plans::read(fault, plan)?), shows),
-        Scene::Script(_) => (None, Shows::Answers),
-    };
-    let setup = plan.as_ref().map(plans::setup).unwrap_or_default();
-    let rig = Rig::start(install, &build, &setup).await?;
+    let plan = plans::read(fault, plan)?;
+    let rig = Rig::start(install, &build, &plans::setup(&plan)).await?;
     let postgres = rig.postgres.clone();
-    let played = match &plan {
-        Some(plan) => plans::play(&rig, fault, plan).await,
-        None => commit_crash(&rig, fault).await,
-    };
+    let played = plans::play(&rig, fault, &plan).await;
     let history = rig.finish().await;
     // What the history shows beside the answers (a downtime that held the expiry, how
     // soon waiters woke) joins the situation's own expectations.

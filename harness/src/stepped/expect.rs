@@ -2,13 +2,14 @@
 //! step that answered is compared with the answer it expects, and the run's judgement
 //! adds what did not come back as expected to the checker's verdict ([`judgement`]).
 
-use super::plan::expect::{answer_text, Met};
+use super::plan::expect::{answer_text, Expect, Met};
 use super::plan::text::step_text;
 use super::plan::Plan;
 use crate::campaign::Outcome;
 use crate::judgement::{Cause, Judgement};
+use crate::recorder::CommitEnd;
 use crate::recorder::CLIENT_TIMEOUT;
-use model::{OpRecord, OpResult};
+use model::{OpRecord, OpResult, TxnEnd};
 use std::fmt;
 use std::time::Duration;
 
@@ -93,6 +94,48 @@ pub(super) fn compare_probe(plan: &Plan, step: usize, assigned: Option<bool>) ->
             outlived_client_timeout: false,
         }),
     }
+}
+
+/// How a COMMIT step ended its transaction (`None`: it found none open, an error had
+/// ended it: rolled back, answered) against the end the step expects.
+pub(super) fn compare_commit(plan: &Plan, step: usize, ended: Option<CommitEnd>) -> Option<Unmet> {
+    let s = plan.steps.get(step)?;
+    let expect = s.expect.as_ref()?;
+    let (end, answered) = match ended {
+        Some(CommitEnd { end, answered }) => (end, answered),
+        None => (TxnEnd::Rollback, true),
+    };
+    if expect.met_by_end(Some(end), answered) {
+        return None;
+    }
+    // A `lost-` expectation is a plan waiting for its COMMIT to be in flight when its
+    // connection ends: an answer means that never happened.
+    let lost = matches!(expect, Expect::LostCommitted | Expect::LostRolledBack);
+    let came_back = match (end, answered, ended.is_some()) {
+        (TxnEnd::Commit, true, _) if lost => {
+            "committed (the COMMIT answered: it was not in flight when its connection ended, \
+             so the situation never arose)"
+        }
+        (_, true, true) if lost => {
+            "rolled-back (the COMMIT answered: it was not in flight when its connection \
+             ended, so the situation never arose)"
+        }
+        (TxnEnd::Commit, true, _) => "committed (the COMMIT answered)",
+        (_, true, true) => "rolled-back (the COMMIT answered)",
+        (_, true, false) => "rolled-back (no transaction was open: an error had ended it)",
+        (TxnEnd::Commit, false, _) => "lost-committed (resolved through pg_xact_status)",
+        (TxnEnd::Rollback, false, _) => "lost-rolled-back (resolved through pg_xact_status)",
+        (TxnEnd::Unknown, false, _) => "unknown (the COMMIT's answer was lost, unresolved)",
+    };
+    Some(Unmet {
+        step,
+        line: step_text(s),
+        expected: expect.text(),
+        came_back: came_back.into(),
+        // An end pg_xact_status could not resolve cannot be compared (unless expected).
+        answered: end != TxnEnd::Unknown,
+        outlived_client_timeout: false,
+    })
 }
 
 /// The judgement of a run whose outcome is `outcome` and whose calls answered `unmet`
@@ -294,5 +337,39 @@ mod tests {
             matches!(&j, Judgement::NoVerdict { cause: Cause::Machine, why } if why.contains("no answer: connection closed")),
             "{j:?}"
         );
+    }
+
+    /// A COMMIT compared with the end it expects: a `lost-` one that answered is a finding
+    /// saying the situation never arose; an end pg_xact_status left unknown cannot be
+    /// compared (no verdict); the right end passes.
+    #[test]
+    fn a_commits_end_is_compared_with_the_end_it_expects() {
+        let plan = Plan::from_text(
+            "processes 2\nkeys 1\np0 begin\np0 acquire k0 ttl 1min\np0 commit expect lost-committed\n",
+        )
+        .expect("a plan");
+        let end = |end, answered| Some(CommitEnd { end, answered });
+        assert_eq!(compare_commit(&plan, 2, end(TxnEnd::Commit, false)), None);
+        let answered = compare_commit(&plan, 2, end(TxnEnd::Commit, true)).expect("unmet");
+        assert!(answered.answered, "{answered}");
+        assert!(
+            answered.to_string().contains(
+                "expected lost-committed, came back committed (the COMMIT answered: it was not \
+                 in flight when its connection ended, so the situation never arose)"
+            ),
+            "{answered}"
+        );
+        let unresolved = compare_commit(&plan, 2, end(TxnEnd::Unknown, false)).expect("unmet");
+        assert!(!unresolved.answered, "{unresolved}");
+        let judged = answers_judgement(&[answered]);
+        assert!(matches!(judged, Judgement::Finding { .. }), "{judged:?}");
+        // No transaction open at the COMMIT (an error had ended it): rolled back, answered.
+        let skipped = compare_commit(&plan, 2, None).expect("unmet");
+        assert!(
+            skipped.came_back.starts_with("rolled-back (no transaction"),
+            "{skipped}"
+        );
+        // A step that expects nothing is never compared.
+        assert_eq!(compare_commit(&plan, 0, end(TxnEnd::Rollback, true)), None);
     }
 }

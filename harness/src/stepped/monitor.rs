@@ -1,8 +1,10 @@
 //! The monitor: a connection of its own that asks the server what the plan's sessions are
 //! doing, as isolationtester asks `pg_isolation_test_session_is_blocked`: a session waits
 //! when another session of the plan blocks it (`pg_blocking_pids`), or when it sleeps in
-//! `pg_sleep` (a blocking acquire between probes). A session blocked only by a backend
-//! outside the plan is not waiting: nothing in the plan can free it.
+//! `pg_sleep` (a blocking acquire between probes), or when its COMMIT waits for a
+//! synchronous standby (`SyncRep`: a plan's setup named one that never comes). A session
+//! blocked only by a backend outside the plan is not waiting: nothing in the plan can free
+//! it.
 
 use crate::workload::Signal;
 use std::collections::BTreeMap;
@@ -10,6 +12,9 @@ use tokio_postgres::Client;
 
 /// The wait event of a backend sleeping in `pg_sleep`.
 pub const PG_SLEEP: &str = "PgSleep";
+
+/// The wait event of a COMMIT waiting for a synchronous standby's confirmation.
+pub const SYNC_REP: &str = "SyncRep";
 
 /// One backend as the monitor saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +30,11 @@ impl Backend {
     /// Sleeping in `pg_sleep`.
     pub fn sleeping(&self) -> bool {
         self.wait_event.as_deref() == Some(PG_SLEEP)
+    }
+
+    /// Its COMMIT, committed locally, waits for a synchronous standby.
+    pub fn awaiting_standby(&self) -> bool {
+        self.wait_event.as_deref() == Some(SYNC_REP)
     }
 
     /// Running no statement: only a later step of its own can change what it holds.

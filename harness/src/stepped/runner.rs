@@ -203,7 +203,8 @@ impl<'a> Runner<'a> {
 
     /// Ends the run: after a failure, cancels what still runs; stops the process tasks
     /// (each ends after its current step; a call is bounded by the recorder's timeout).
-    pub(super) async fn close(self, failed: bool, bound: Duration) -> Outputs {
+    /// Gives the monitor connection made after a restart, if one was.
+    pub(super) async fn close(self, failed: bool, bound: Duration) -> (Outputs, Option<Client>) {
         if failed {
             for slot in 0..self.slots.len() {
                 if self.slots[slot].pending.is_some() {
@@ -220,6 +221,7 @@ impl<'a> Runner<'a> {
             facts,
             sightings,
             unmet,
+            fresh_monitor,
             ..
         } = self;
         drop(slots);
@@ -227,12 +229,13 @@ impl<'a> Runner<'a> {
         let _ =
             tokio::time::timeout(bound, async { while tasks.join_next().await.is_some() {} }).await;
         tasks.abort_all();
-        Outputs {
+        let outputs = Outputs {
             logs,
             facts,
             sightings,
             unmet,
-        }
+        };
+        (outputs, fresh_monitor)
     }
 
     fn slot_of_step(&self, step: usize) -> usize {
@@ -509,6 +512,17 @@ impl<'a> Runner<'a> {
         let answer = done.answer.map_err(RunError::Recorder)?;
         let log = &mut self.logs[done.step];
         log.answer = Some(answer.text());
+        match answer {
+            Answer::Committed(ended) => self.unmet.extend(super::expect::compare_commit(
+                self.plan,
+                done.step,
+                Some(ended),
+            )),
+            Answer::Skipped => self
+                .unmet
+                .extend(super::expect::compare_commit(self.plan, done.step, None)),
+            _ => {}
+        }
         if let Answer::Probed(assigned) = answer {
             self.unmet
                 .extend(super::expect::compare_probe(self.plan, done.step, assigned));

@@ -71,7 +71,7 @@ p1 acquire k0 ttl 1h expect granted
     assert_eq!(report.judgement(), Judgement::Pass, "{:#?}", report.steps);
     assert_eq!(
         report.steps[3].answer.as_deref(),
-        Some("transaction ended Rollback")
+        Some("COMMIT's answer lost: transaction resolved Rollback")
     );
 
     let twice = "processes 2\nkeys 1\np0 acquire k0 ttl 1h\np0 terminate\np0 terminate\n";

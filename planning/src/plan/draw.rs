@@ -259,6 +259,8 @@ impl Plan {
             workload,
             origin,
             settings: Vec::new(),
+            setup: Vec::new(),
+            teardown: Vec::new(),
         }
     }
 }

@@ -15,9 +15,11 @@
 //! | `held`, `free`, `never-leased` | inspect | a row held; a row not held; no row |
 //! | `error SQLSTATE` | any | that error, e.g. `error 22023` (a blocking acquire's wait running out is `timeout`, not `error 57014`) |
 //! | `unknown` | any | no answer: the effect is unknown (the backend terminated under it, the connection lost) |
+//! | `committed`, `rolled-back` | commit | the COMMIT answered: the transaction committed; it rolled back (an error at commit, or one that had ended it) |
+//! | `lost-committed`, `lost-rolled-back` | commit | the COMMIT's answer was lost (its connection ended, e.g. in a crash) and `pg_xact_status` resolved it so; `unknown`: it stayed unresolved |
 
 use crate::workload::CallKind;
-use model::{OpResult, Outcome};
+use model::{OpResult, Outcome, TxnEnd};
 
 #[cfg(test)]
 mod tests;
@@ -46,10 +48,19 @@ pub enum Expect {
     NoXid,
     /// A `probe xid`: the transaction has a transaction id (it wrote).
     Xid,
+    /// A COMMIT that answered: the transaction committed.
+    Committed,
+    /// A COMMIT that answered (or found no transaction open): the transaction rolled back.
+    RolledBack,
+    /// A COMMIT whose answer was lost (its connection ended under it, e.g. in a crash),
+    /// resolved committed through `pg_xact_status`.
+    LostCommitted,
+    /// A COMMIT whose answer was lost, resolved rolled back (it had not committed).
+    LostRolledBack,
 }
 
 /// The answers without a value, by their words.
-const WORDS: [(&str, Expect); 14] = [
+const WORDS: [(&str, Expect); 18] = [
     ("granted", Expect::Granted),
     ("denied", Expect::Denied),
     ("timeout", Expect::Timeout),
@@ -64,6 +75,10 @@ const WORDS: [(&str, Expect); 14] = [
     ("unknown", Expect::Unknown),
     ("none", Expect::NoXid),
     ("assigned", Expect::Xid),
+    ("committed", Expect::Committed),
+    ("rolled-back", Expect::RolledBack),
+    ("lost-committed", Expect::LostCommitted),
+    ("lost-rolled-back", Expect::LostRolledBack),
 ];
 
 /// What an expectation is asked of: a call of a kind, or a `probe xid`.
@@ -71,6 +86,8 @@ const WORDS: [(&str, Expect); 14] = [
 pub enum Asked {
     Call(CallKind),
     ProbeXid,
+    /// A COMMIT step.
+    Commit,
 }
 
 /// Whether an expectation was met by what came back.
@@ -101,6 +118,15 @@ impl Expect {
         let kind = match asked {
             Asked::Call(kind) => kind,
             Asked::ProbeXid => return &["none", "assigned"],
+            Asked::Commit => {
+                return &[
+                    "committed",
+                    "rolled-back",
+                    "lost-committed",
+                    "lost-rolled-back",
+                    "unknown",
+                ]
+            }
         };
         match kind {
             CallKind::Acquire => &["granted", "denied", "error SQLSTATE", "unknown"],
@@ -130,6 +156,19 @@ impl Expect {
         matches!(
             (self, assigned),
             (Expect::Xid, true) | (Expect::NoXid, false)
+        )
+    }
+
+    /// Whether a COMMIT that ended the transaction so (`None`: lost and unresolved)
+    /// meets this; `answered`: whether the COMMIT itself answered.
+    pub fn met_by_end(&self, end: Option<TxnEnd>, answered: bool) -> bool {
+        matches!(
+            (self, end, answered),
+            (Expect::Committed, Some(TxnEnd::Commit), true)
+                | (Expect::RolledBack, Some(TxnEnd::Rollback), true)
+                | (Expect::LostCommitted, Some(TxnEnd::Commit), false)
+                | (Expect::LostRolledBack, Some(TxnEnd::Rollback), false)
+                | (Expect::Unknown, None | Some(TxnEnd::Unknown), false)
         )
     }
 
@@ -280,6 +319,7 @@ fn noun(asked: Asked, verb: &str) -> String {
         Asked::Call(CallKind::AcquireWait) => "blocking acquire".into(),
         Asked::Call(_) => verb.into(),
         Asked::ProbeXid => "`probe xid`".into(),
+        Asked::Commit => "`commit`".into(),
     }
 }
 

@@ -117,6 +117,8 @@ impl Plan {
                 .iter()
                 .map(|(name, value)| format!("set {name}={value}")),
         );
+        lines.extend(self.setup.iter().map(|sql| format!("setup {sql}")));
+        lines.extend(self.teardown.iter().map(|sql| format!("teardown {sql}")));
         lines.extend(self.steps.iter().map(step_text));
         lines.join("\n") + "\n"
     }
@@ -130,12 +132,14 @@ impl Plan {
                 continue;
             }
             let number = index + 1;
-            reader
-                .line(number, &words)
-                .map_err(|problem| PlanTextError::Line {
-                    line: number,
-                    problem,
-                })?;
+            let outcome = match words[0] {
+                "setup" | "teardown" => reader.server_sql(words[0], statement_of(line)),
+                _ => reader.line(number, &words),
+            };
+            outcome.map_err(|problem| PlanTextError::Line {
+                line: number,
+                problem,
+            })?;
         }
         reader.finish()
     }
@@ -166,6 +170,8 @@ impl Plan {
                 .collect(),
             origin: self.origin,
             settings: self.settings.clone(),
+            setup: self.setup.clone(),
+            teardown: self.teardown.clone(),
         }
     }
 }
@@ -198,6 +204,14 @@ fn words_of(line: &str) -> Vec<&str> {
     text.split_whitespace().collect()
 }
 
+/// The statement of a `setup` or `teardown` line: the line after its first word, its
+/// comment (from `#`) cut, as written but for the blanks at its ends.
+fn statement_of(line: &str) -> &str {
+    let text = line.split('#').next().unwrap_or_default().trim_start();
+    let after = text.find(char::is_whitespace).map_or("", |at| &text[at..]);
+    after.trim()
+}
+
 /// The plan read so far.
 #[derive(Default)]
 struct Reader {
@@ -206,6 +220,8 @@ struct Reader {
     names: Option<(Names, usize)>,
     /// `set name=value` lines: the setting and the line it was given on.
     settings: Vec<(String, String, usize)>,
+    setup: Vec<String>,
+    teardown: Vec<String>,
     /// The line of the first step: the header ends there.
     first_step: Option<usize>,
     steps: Vec<PlanStep>,
@@ -222,7 +238,8 @@ impl Reader {
                 Some(process) => self.step(number, process, &words[1..]),
                 None => Err(format!(
                     "unknown word `{first}`: a line is a header line (`processes N`, `keys N`, \
-                     `names {}`, `set name=value`) or a step of a process (`p0 ...`)",
+                     `names {}`, `set name=value`, `setup SQL`, `teardown SQL`) or a step of a \
+                     process (`p0 ...`)",
                     names_list()
                 )),
             },
@@ -270,6 +287,27 @@ impl Reader {
             return Err(format!("`{name}` was already set on line {line}"));
         }
         self.settings.push((name, value, number));
+        Ok(())
+    }
+
+    /// A `setup SQL` or `teardown SQL` line (`which`): one statement run on the monitor
+    /// connection before or after the steps.
+    fn server_sql(&mut self, which: &str, sql: &str) -> Result<(), String> {
+        if let Some(first) = self.first_step {
+            return Err(format!(
+                "`{which}` must come before the first step (line {first})"
+            ));
+        }
+        if sql.is_empty() {
+            return Err(format!(
+                "`{which}` takes one SQL statement to the end of its line, e.g. `{which} \
+                 SELECT pg_catalog.pg_reload_conf()`"
+            ));
+        }
+        match which {
+            "setup" => self.setup.push(sql.to_string()),
+            _ => self.teardown.push(sql.to_string()),
+        }
         Ok(())
     }
 
@@ -375,6 +413,8 @@ impl Reader {
             .into_iter()
             .map(|(name, value, _)| (name, value))
             .collect();
+        plan.setup = self.setup;
+        plan.teardown = self.teardown;
         Ok(plan)
     }
 }
@@ -462,11 +502,11 @@ fn action_of(w: &Workload, process: u32, words: &[&str]) -> Result<(Step, Option
     };
     let call = |kind| call_of(w, kind, verb, rest).map(|(c, e)| (Step::Call(c), e));
     match verb {
-        "acquire" | "renew" | "release" | "inspect" | "probe" => {}
+        "acquire" | "renew" | "release" | "inspect" | "probe" | "commit" => {}
         _ if rest.contains(&"expect") => {
             return Err(format!(
-                "`{verb}` takes no `expect`: only a call (acquire, renew, release, inspect) \
-                 or a probe expects an answer"
+                "`{verb}` takes no `expect`: only a call (acquire, renew, release, inspect), \
+                 a probe or a commit expects an answer"
             ))
         }
         _ => {}
@@ -478,10 +518,8 @@ fn action_of(w: &Workload, process: u32, words: &[&str]) -> Result<(Step, Option
         "release" => call(CallKind::Release),
         "inspect" => call(CallKind::Inspect),
         "begin" => step(begin_of(rest)),
-        "commit" | "rollback" if !rest.is_empty() => {
-            Err(format!("`{verb}` takes nothing after it"))
-        }
-        "commit" => Ok((Step::Commit, None)),
+        "commit" => commit_of(rest),
+        "rollback" if !rest.is_empty() => Err(format!("`{verb}` takes nothing after it")),
         "rollback" => Ok((Step::Rollback, None)),
         "pause" => match rest {
             [value] => step(duration_of(value).map(Step::Pause)),
@@ -543,6 +581,22 @@ fn probe_of(rest: &[&str]) -> Result<(Step, Option<Expect>), String> {
         .map(|words| Expect::of_words(Asked::ProbeXid, "probe", words))
         .transpose()?;
     Ok((Step::Probe(Probe::Xid), expect))
+}
+
+/// A `commit`, and the end it expects (`commit expect lost-committed`).
+fn commit_of(rest: &[&str]) -> Result<(Step, Option<Expect>), String> {
+    match rest {
+        [] => Ok((Step::Commit, None)),
+        ["expect", words @ ..] => {
+            let expect = Expect::of_words(Asked::Commit, "commit", words)?;
+            Ok((Step::Commit, Some(expect)))
+        }
+        _ => Err(
+            "`commit` takes nothing after it but the end it expects, e.g. `commit expect \
+             committed`"
+                .into(),
+        ),
+    }
 }
 
 fn restart_of(how: &str, down: &str) -> Result<Step, String> {

@@ -3,7 +3,7 @@
 //! session, on a connection of the recorder's own ([`Recorder::lapse_on`]). What came back
 //! reads briefly in the step's log ([`Answer::text`]).
 
-use crate::recorder::{Begun, Recorder, RecorderError, Session};
+use crate::recorder::{Begun, CommitEnd, Recorder, RecorderError, Session};
 use crate::workload::{Probe, Setting};
 use model::{Isolation, Op, OpRecord, OpResult, Outcome, TxnEnd};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -36,6 +36,8 @@ pub(super) enum Answer {
     Op(Box<OpRecord>),
     Begun(Begun),
     Ended(TxnEnd),
+    /// A COMMIT's end, and whether the COMMIT answered.
+    Committed(CommitEnd),
     /// COMMIT or ROLLBACK without an open transaction (an error had ended it).
     Skipped,
     /// Idle for the pause's length.
@@ -58,6 +60,14 @@ impl Answer {
             Answer::Begun(Begun::Open(id)) => format!("transaction {id} open"),
             Answer::Begun(Begun::Lost) => "BEGIN lost: process retired".into(),
             Answer::Ended(end) => format!("transaction ended {end:?}"),
+            Answer::Committed(CommitEnd {
+                end,
+                answered: true,
+            }) => format!("transaction ended {end:?}"),
+            Answer::Committed(CommitEnd {
+                end,
+                answered: false,
+            }) => format!("COMMIT's answer lost: transaction resolved {end:?}"),
             Answer::Skipped => "skipped: no transaction open (an error had ended it)".into(),
             Answer::Paused => "idled".into(),
             Answer::Lapsed(Some(true)) => "lapse injected: the live lease expired now".into(),
@@ -134,7 +144,9 @@ async fn perform(
     match action {
         Action::Call(op) => session.call(&op).await.map(|r| Answer::Op(Box::new(r))),
         Action::Begin(isolation) => session.begin(isolation).await.map(Answer::Begun),
-        Action::Commit if session.txn().is_some() => session.commit().await.map(Answer::Ended),
+        Action::Commit if session.txn().is_some() => {
+            session.commit_ended().await.map(Answer::Committed)
+        }
         Action::Rollback if session.txn().is_some() => session.rollback().await.map(Answer::Ended),
         Action::Commit | Action::Rollback => Ok(Answer::Skipped),
         Action::Pause(idle) => {

@@ -40,6 +40,8 @@ pub enum Waiting {
     Sleeping,
     /// Blocked by the sessions of these processes.
     BlockedBy(Vec<u32>),
+    /// A COMMIT waiting for a synchronous standby (`SyncRep`).
+    Standby,
 }
 
 /// How one step went.
@@ -108,6 +110,13 @@ pub enum RunError {
     /// The server could not be restarted, or reached again after it.
     #[error("step {step} (restart): {why}")]
     Restart { step: usize, why: String },
+    /// A statement of the plan's `setup` or `teardown` failed.
+    #[error("the plan's {which} statement `{statement}` failed: {why}")]
+    ServerSql {
+        which: &'static str,
+        statement: String,
+        why: String,
+    },
     #[error("the session task of process {process} stopped")]
     SessionGone { process: u32 },
     #[error("every session task stopped before the plan's steps were answered")]

@@ -42,6 +42,9 @@ impl Runner<'_> {
         if backend.sleeping() {
             return Some(Waiting::Sleeping);
         }
+        if backend.awaiting_standby() {
+            return Some(Waiting::Standby);
+        }
         let by: Vec<u32> = backend
             .blocked_by
             .iter()

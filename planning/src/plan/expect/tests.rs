@@ -106,12 +106,12 @@ fn a_wrong_expectation_names_its_line_and_the_answers_the_call_gives() {
         (
             "p0 pause 1s expect ok",
             "line 3: `pause` takes no `expect`: only a call (acquire, renew, release, \
-             inspect) or a probe expects an answer",
+             inspect), a probe or a commit expects an answer",
         ),
         (
             "p0 begin expect ok",
             "line 3: `begin` takes no `expect`: only a call (acquire, renew, release, \
-             inspect) or a probe expects an answer",
+             inspect), a probe or a commit expects an answer",
         ),
     ] {
         assert_eq!(error_of(step), want, "{step}");
@@ -269,4 +269,46 @@ fn unknown_and_a_cancel_are_told_from_answers_and_a_wait_running_out() {
     for kind in [CallKind::Acquire, CallKind::Renew, CallKind::Inspect] {
         assert!(Expect::Unknown.fits(Asked::Call(kind)), "{kind:?}");
     }
+}
+
+/// A COMMIT's expectation says how its transaction ended and whether the COMMIT itself
+/// answered: a COMMIT that answered never meets a `lost-` one, nor the other way round.
+#[test]
+fn a_commits_end_is_met_by_the_end_and_by_whether_it_answered() {
+    use model::TxnEnd;
+    let ends = [
+        (Some(TxnEnd::Commit), true),
+        (Some(TxnEnd::Rollback), true),
+        (Some(TxnEnd::Commit), false),
+        (Some(TxnEnd::Rollback), false),
+        (Some(TxnEnd::Unknown), false),
+        (None, false),
+    ];
+    for (expect, meets) in [
+        (Expect::Committed, [true, false, false, false, false, false]),
+        (
+            Expect::RolledBack,
+            [false, true, false, false, false, false],
+        ),
+        (
+            Expect::LostCommitted,
+            [false, false, true, false, false, false],
+        ),
+        (
+            Expect::LostRolledBack,
+            [false, false, false, true, false, false],
+        ),
+        (Expect::Unknown, [false, false, false, false, true, true]),
+    ] {
+        for ((end, answered), want) in ends.iter().zip(meets) {
+            assert_eq!(
+                expect.met_by_end(*end, *answered),
+                want,
+                "{expect:?} {end:?} answered {answered}"
+            );
+        }
+        assert!(expect.fits(Asked::Commit), "{expect:?}");
+    }
+    assert!(!Expect::Granted.fits(Asked::Commit));
+    assert!(!Expect::Committed.fits(Asked::Call(CallKind::Renew)));
 }

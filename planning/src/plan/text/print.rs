@@ -59,7 +59,7 @@ pub fn step_text(s: &PlanStep) -> String {
             expect.text(),
             duration_text(within)
         ),
-        (Step::Call(_) | Step::Probe(_), Some(expect), _) => {
+        (Step::Call(_) | Step::Probe(_) | Step::Commit, Some(expect), _) => {
             format!("p{} {action} expect {}", s.process, expect.text())
         }
         _ => format!("p{} {action}", s.process),

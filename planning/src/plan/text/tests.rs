@@ -312,8 +312,8 @@ fn misplaced_or_unknown_lines_name_their_line_and_what_to_write() {
         (
             "lease k0\n",
             "line 1: unknown word `lease`: a line is a header line (`processes N`, `keys N`, \
-             `names awkward|case-twins|shared-owners`, `set name=value`) or a step of a process \
-             (`p0 ...`)",
+             `names awkward|case-twins|shared-owners`, `set name=value`, `setup SQL`, `teardown \
+             SQL`) or a step of a process (`p0 ...`)",
         ),
         (
             "p0 grab k0\n",
@@ -509,6 +509,38 @@ fn a_process_sets_a_setting_of_its_session() {
     }
 }
 
+/// `setup` and `teardown` lines keep their statement as written (inner blanks, quotes),
+/// in order, and print and read back; a COMMIT expects how its transaction ended.
+#[test]
+fn server_sql_and_a_commits_end_read_back() {
+    let text = "processes 2\nkeys 1\n\
+                setup CREATE FUNCTION public.f() RETURNS int LANGUAGE sql AS 'SELECT  1' # why\n\
+                setup   SELECT pg_catalog.pg_reload_conf()  \n\
+                teardown DROP FUNCTION public.f()\n\
+                p0 begin\np0 acquire k0 ttl 1min\np0 commit expect lost-committed\n\
+                p1 begin\np1 commit expect rolled-back\n";
+    let plan = Plan::from_text(text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        plan.setup,
+        [
+            "CREATE FUNCTION public.f() RETURNS int LANGUAGE sql AS 'SELECT  1'",
+            "SELECT pg_catalog.pg_reload_conf()"
+        ]
+    );
+    assert_eq!(plan.teardown, ["DROP FUNCTION public.f()"]);
+    assert_eq!(
+        plan.steps[2].expect,
+        Some(crate::plan::Expect::LostCommitted)
+    );
+    assert_eq!(plan.steps[4].expect, Some(crate::plan::Expect::RolledBack));
+    let printed = plan.to_text();
+    assert!(
+        printed.contains("\np0 commit expect lost-committed\n"),
+        "{printed}"
+    );
+    assert_reads_back(&plan);
+}
+
 #[test]
 fn transactions_must_be_closed_as_written() {
     for (text, want) in [
@@ -534,7 +566,32 @@ fn transactions_must_be_closed_as_written() {
         ),
         (
             "processes 2\np0 commit now\n",
-            "line 2: `commit` takes nothing after it",
+            "line 2: `commit` takes nothing after it but the end it expects, e.g. `commit \
+             expect committed`",
+        ),
+        (
+            "processes 2\np0 begin\np0 rollback expect committed\n",
+            "line 3: `rollback` takes no `expect`: only a call (acquire, renew, release, \
+             inspect), a probe or a commit expects an answer",
+        ),
+        (
+            "processes 2\np0 begin\np0 commit expect granted\n",
+            "line 3: a `commit` never answers `granted`: a `commit` answers `committed`, \
+             `rolled-back`, `lost-committed`, `lost-rolled-back`, `unknown`",
+        ),
+        (
+            "processes 2\np0 begin\np0 commit expect committed within 1s\n",
+            "line 3: `within` bounds a call's expected answer and ends its line, e.g. `p1 \
+             acquire k0 ttl 1min wait 10s expect granted within 2s`",
+        ),
+        (
+            "processes 2\nsetup\n",
+            "line 2: `setup` takes one SQL statement to the end of its line, e.g. `setup \
+             SELECT pg_catalog.pg_reload_conf()`",
+        ),
+        (
+            "processes 2\np0 inspect k0\nteardown SELECT 1\n",
+            "line 3: `teardown` must come before the first step (line 2)",
         ),
     ] {
         assert_eq!(error_of(text), want, "{text}");
@@ -636,7 +693,8 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                 .into_iter()
                 .map(|(process, action, pick)| {
                     let expect = pick.and_then(|(p, _)| an_answer(&action, p));
-                    let within = pick.and_then(|(_, w)| w).filter(|_| expect.is_some());
+                    let bounded = expect.is_some() && matches!(action, Step::Call(_));
+                    let within = pick.and_then(|(_, w)| w).filter(|_| bounded);
                     PlanStep {
                         expect,
                         within,
@@ -649,17 +707,20 @@ fn any_plan() -> impl Strategy<Value = Plan> {
         })
 }
 
-/// The `pick`th answer (modulo their number) a call step can expect; none for another step.
+/// The `pick`th answer (modulo their number) a call or commit step can expect; none for
+/// another step.
 fn an_answer(action: &Step, pick: usize) -> Option<crate::plan::Expect> {
-    let Step::Call(c) = action else {
-        return None;
+    let asked = match action {
+        Step::Call(c) => crate::plan::Asked::Call(c.call),
+        Step::Commit => crate::plan::Asked::Commit,
+        _ => return None,
     };
-    let answers = crate::plan::Expect::answers(crate::plan::Asked::Call(c.call));
+    let answers = crate::plan::Expect::answers(asked);
     let words: Vec<&str> = match answers[pick % answers.len()] {
         "error SQLSTATE" => vec!["error", "40P01"],
         word => vec![word],
     };
-    crate::plan::Expect::of_words(crate::plan::Asked::Call(c.call), "call", &words).ok()
+    crate::plan::Expect::of_words(asked, "call", &words).ok()
 }
 
 proptest! {
