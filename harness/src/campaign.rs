@@ -12,16 +12,19 @@
 //! failure is never a violation.
 
 mod judged;
+mod process;
+
+use process::{Process, Quota};
 
 use crate::extension::{Build, ExtensionFiles, Mutant, StaleMutant, MUTANTS};
 use crate::pg::{Cluster, PgError};
 pub use crate::progress::{Progress, Silent};
-use crate::recorder::{Recorder, RecorderError, RecorderOptions, Session};
+use crate::recorder::{Recorder, RecorderError, RecorderOptions};
 use crate::session::SessionSettings;
 // Below the stepped runner: its leaf types only (the runner's errors, the pure plan and
 // stall types), never the runner itself, which reports in this module's terms.
 use crate::stepped::runner::types::RunError;
-use crate::workload::{Memory, ProcessPlan, Step, Workload, WorkloadError};
+use crate::workload::{Memory, ProcessPlan, Workload, WorkloadError};
 use model::checker::{Spent, Stats, Violation};
 use model::{Budget, CheckOptions, History, Verdict};
 use planning::plan::PlanError;
@@ -177,6 +180,10 @@ pub struct Campaign {
     /// The session settings every process runs under (their setup SQL runs in the fresh
     /// database before recording).
     pub session: SessionSettings,
+    /// After a call whose answer was lost with its connection, the process that takes over
+    /// its slot first inspects the keys the loss left in doubt (etcd's robustness traffic
+    /// does so): on by default; off only to measure what it buys.
+    pub inspect_after_loss: bool,
 }
 
 impl Campaign {
@@ -195,6 +202,7 @@ impl Campaign {
             route: None,
             connect_patience: Duration::ZERO,
             final_inspect: false,
+            inspect_after_loss: true,
         }
     }
 
@@ -424,40 +432,6 @@ pub struct Report {
     pub postgres: String,
     /// The database the campaign ran in (none when it could not be created).
     pub database: Option<String>,
-}
-
-/// Counts the calls of a campaign and tells the processes when to stop.
-struct Quota {
-    length: Length,
-    start: Instant,
-    issued: AtomicU64,
-    done: AtomicU64,
-    stop: AtomicBool,
-}
-
-impl Quota {
-    /// Takes the right to make one more call.
-    fn claim(&self) -> bool {
-        if self.stop.load(Ordering::Relaxed) {
-            return false;
-        }
-        match self.length {
-            Length::Ops(n) => self.issued.fetch_add(1, Ordering::Relaxed) < n,
-            Length::Time(t) => self.start.elapsed() < t,
-        }
-    }
-
-    /// Whether calls may still be claimed (without claiming one): a transaction is begun
-    /// only while they may.
-    fn claim_peek(&self) -> bool {
-        if self.stop.load(Ordering::Relaxed) {
-            return false;
-        }
-        match self.length {
-            Length::Ops(n) => self.issued.load(Ordering::Relaxed) < n,
-            Length::Time(t) => self.start.elapsed() < t,
-        }
-    }
 }
 
 /// Runs `campaign` on `cluster` and judges its history.
@@ -773,6 +747,7 @@ async fn record(recording: &Recording, progress: Arc<dyn Progress>) -> Option<St
             quota: Arc::clone(&quota),
             progress: Arc::clone(&progress),
             pause: pause.subscribe(),
+            inspect_after_loss: campaign.inspect_after_loss,
         };
         tasks.spawn(process.run());
     }
@@ -789,78 +764,6 @@ async fn record(recording: &Recording, progress: Arc<dyn Progress>) -> Option<St
         }
     }
     first
-}
-
-/// One process slot of a campaign: its session (a new process id after each retirement),
-/// its plan and what it has learnt.
-struct Process {
-    slot: u32,
-    session: Session,
-    plan: ProcessPlan,
-    memory: Memory,
-    workload: Arc<Workload>,
-    quota: Arc<Quota>,
-    progress: Arc<dyn Progress>,
-    /// `true` while the slot is paused by a fault injector.
-    pause: watch::Receiver<bool>,
-}
-
-impl Process {
-    async fn run(mut self) -> Result<(), RecorderError> {
-        let result = self.steps().await;
-        if result.is_err() {
-            self.quota.stop.store(true, Ordering::Relaxed);
-        }
-        result
-    }
-
-    async fn steps(&mut self) -> Result<(), RecorderError> {
-        let me = self.workload.owner(self.slot);
-        loop {
-            // A paused client makes no step (a closed switch, at the end of the run, is
-            // never paused).
-            let _ = self.pause.wait_for(|paused| !*paused).await;
-            match self.plan.next(&self.workload, self.session.txn().is_some()) {
-                Step::Begin(isolation) => {
-                    if !self.quota.claim_peek() {
-                        break;
-                    }
-                    self.session.begin(isolation).await?;
-                }
-                Step::Commit => {
-                    self.session.commit().await?;
-                }
-                Step::Rollback => {
-                    self.session.rollback().await?;
-                }
-                Step::Pause(idle) => tokio::time::sleep(idle).await,
-                // A free-running process draws no lapse or signal (only written plans
-                // make them; the failure crate injects them into campaigns).
-                Step::Lapse(_)
-                | Step::Signal(_)
-                | Step::Restart(..)
-                | Step::Probe(_)
-                | Step::Set(_) => {}
-                Step::Call(choice) => {
-                    if !self.quota.claim() {
-                        break;
-                    }
-                    let op = choice.op(&self.workload, self.slot, &self.memory);
-                    let record = self.session.call(&op).await?;
-                    self.memory.learn(&record, &me);
-                    let done = self.quota.done.fetch_add(1, Ordering::Relaxed) + 1;
-                    self.progress.recorded(done);
-                }
-            }
-        }
-        if self.session.txn().is_some() {
-            match self.plan.last_end(&self.workload) {
-                Step::Rollback => self.session.rollback().await?,
-                _ => self.session.commit().await?,
-            };
-        }
-        Ok(())
-    }
 }
 
 /// How many nemesis events of each fault a history holds.

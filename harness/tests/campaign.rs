@@ -1,6 +1,9 @@
 //! The history recorder and free-running campaigns against real servers
 //! (harness::recorder, harness::campaign).
 
+#[path = "campaign/lost_calls.rs"]
+mod lost_calls;
+
 use harness::pg::{shared, test_majors, Cluster, PgInstall};
 use harness::recorder::{Begun, Recorder, RecorderOptions};
 use model::{Interval, Op, OpRecord, OpResult, Outcome, Span, TxnEnd};
