@@ -441,6 +441,20 @@ faults! {
         // old holder renews before a takeover is a race, a doctored grant is not.
         control: doctored(Doctor::LapseIgnored, Expect::Violation(LAPSE_IGNORED)),
     }
+    /// One connection through the proxy reset (the one live the longest): one session
+    /// loses its network while the others go on.
+    CutOne {
+        name: "cut-one",
+        class: Class::Cut,
+        defends: FAIL_CLOSED,
+        on_pg14_in_tests: false,
+        in_campaign: true,
+        in_quick: false,
+        situation: Situation::Campaign(CampaignPlan::Cuts),
+        injection: Injection::Cut(Cut::ResetOne),
+        max_hold_ms: 0,
+        control: MISSED,
+    }
 }
 
 // The table is in the variants' order, so a fault's record is found by its discriminant

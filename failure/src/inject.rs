@@ -263,6 +263,7 @@ impl<'a> Reach<'a> {
         let started = self.recorder.nemesis_start(fault.name());
         let hit = match cut {
             Cut::Reset => proxy.cut().await,
+            Cut::ResetOne => proxy.cut_oldest().await,
             Cut::Close => proxy.close().await,
             Cut::Blackhole => {
                 proxy.set_blackhole(true);

@@ -130,8 +130,25 @@ impl Proxy {
         self.end_all(Ending::Close).await
     }
 
+    /// Resets the connection that has been live the longest (both sides get a TCP RST)
+    /// and waits until it is closed, leaving the others as they are: one session's
+    /// connection cut, not the whole network's. Returns how many it reset (0 or 1).
+    pub async fn cut_oldest(&self) -> usize {
+        let victim = {
+            let mut conns = self.inner.conns();
+            let oldest = conns.keys().min().copied();
+            oldest.and_then(|id| conns.remove(&id))
+        };
+        self.end(victim.into_iter().collect(), Ending::Reset).await
+    }
+
     async fn end_all(&self, ending: Ending) -> usize {
         let victims: Vec<Conn> = self.inner.conns().drain().map(|(_, c)| c).collect();
+        self.end(victims, ending).await
+    }
+
+    /// Tells each of `victims` (already out of the registry) to end so, and waits for them.
+    async fn end(&self, victims: Vec<Conn>, ending: Ending) -> usize {
         let count = victims.len();
         let mut tasks = Vec::with_capacity(count);
         for mut conn in victims {
@@ -388,6 +405,29 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::ConnectionReset);
         let mut b = TcpStream::connect(proxy.addr()).await.unwrap();
         assert_eq!(roundtrip(&mut b, b"again").await.unwrap(), b"again");
+    }
+
+    /// One connection cut: the oldest is reset, the younger one still forwards.
+    #[tokio::test]
+    async fn cut_oldest_resets_one_connection_and_spares_the_others() {
+        let proxy = Proxy::start(echo_server().await).await.unwrap();
+        let mut old = TcpStream::connect(proxy.addr()).await.unwrap();
+        assert_eq!(roundtrip(&mut old, b"x").await.unwrap(), b"x");
+        let mut young = TcpStream::connect(proxy.addr()).await.unwrap();
+        assert_eq!(roundtrip(&mut young, b"y").await.unwrap(), b"y");
+        assert_eq!(proxy.cut_oldest().await, 1);
+        assert_eq!(proxy.live_connections(), 1);
+        let mut buf = [0u8; 1];
+        let read = timeout(Duration::from_secs(5), old.read(&mut buf))
+            .await
+            .expect("a cut connection must not hang");
+        assert_eq!(
+            read.map_err(|e| e.kind()),
+            Err(io::ErrorKind::ConnectionReset)
+        );
+        assert_eq!(roundtrip(&mut young, b"still").await.unwrap(), b"still");
+        assert_eq!(proxy.cut_oldest().await, 1);
+        assert_eq!(proxy.cut_oldest().await, 0, "no connection is left to cut");
     }
 
     #[tokio::test]

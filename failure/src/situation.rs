@@ -189,6 +189,8 @@ pub enum Cut {
     Close,
     /// Every connection reset (RST).
     Reset,
+    /// One connection reset, the one live the longest: a single session's network fails.
+    ResetOne,
     /// Nothing forwarded for the hold, nothing closed.
     Blackhole,
 }
