@@ -45,11 +45,10 @@ pub enum FaultError {
     /// Something that must end did not, within its bound.
     #[error("{what} did not end within {seconds} s")]
     Hang { what: &'static str, seconds: u64 },
-    /// The situation a check builds never arose, and the server shows the target's doing:
-    /// the statement that had to wait ended without waiting, or ran the target's code
-    /// instead (the shipped build reaches the situation). A finding, never no verdict.
-    #[error("the situation never arose: {what}: {detail}")]
-    Prevented { what: &'static str, detail: String },
+    /// A campaign answered no call before its first fault or after its last: it exercised
+    /// nothing around its faults.
+    #[error("the campaign made no progress around its faults: {why}")]
+    NoProgress { why: String },
     /// A task of the check panicked or was cancelled.
     #[error("a task failed: {0}")]
     Task(String),

@@ -10,6 +10,7 @@
 //! - [`inject`]: injecting one fault into a live history ([`inject::Reach`]).
 //! - [`schedule`]: fault schedules drawn by proptest (which fault, when, how long).
 //! - [`mixed`]: a campaign under a schedule, judged over the whole history.
+//! - [`progress`]: whether a campaign's target answered before and after its faults.
 //! - [`checks`]: the named checks and their negative controls.
 //! - [`suite`]: every named check on one install, typed per-check results (the gate's "faults" suite).
 //! - [`builds`]: the pg_lease builds they install (this checkout's under a name of its own,
@@ -22,6 +23,7 @@ pub mod error;
 pub mod fault;
 pub mod inject;
 pub mod mixed;
+pub mod progress;
 pub mod proxy;
 pub mod schedule;
 pub mod server;

@@ -178,7 +178,8 @@ pub async fn run_routed(
     drop(proxy);
     let failure = driven
         .failure
-        .or_else(|| never_injected(schedule, &driven.tallies));
+        .or_else(|| never_injected(schedule, &driven.tallies))
+        .or_else(|| no_progress(&report));
     (
         MixedReport {
             report,
@@ -188,6 +189,16 @@ pub async fn run_routed(
         },
         server.into_cluster(),
     )
+}
+
+/// A run whose target answered no call before its first fault or after its last: it
+/// exercised nothing around its faults ([`crate::progress`]).
+fn no_progress(report: &Report) -> Option<FaultError> {
+    let history = report.history.as_ref()?;
+    match crate::progress::around_faults(history)? {
+        Ok(_) => None,
+        Err(why) => Some(FaultError::NoProgress { why }),
+    }
 }
 
 /// A fault the schedule names that was never injected: the run cannot speak for it.

@@ -402,5 +402,9 @@ fn evidence(
             ));
         }
     }
+    // A campaign without progress around its faults failed in `mixed` already.
+    if let Some(Ok(line)) = crate::progress::around_faults(history) {
+        lines.push(line);
+    }
     Ok(lines)
 }

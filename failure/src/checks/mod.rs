@@ -58,8 +58,6 @@ pub enum CheckFailure {
 impl From<FaultError> for CheckFailure {
     fn from(e: FaultError) -> Self {
         match e {
-            // The target kept the check's situation from arising: a finding about it.
-            FaultError::Prevented { .. } => CheckFailure::Unexpected(e.to_string()),
             // The target answered outside its API, or hung, while the check ran.
             FaultError::Recorder(
                 harness::recorder::RecorderError::Malformed { .. }
