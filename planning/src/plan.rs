@@ -75,8 +75,9 @@ pub struct Plan {
     /// name=value`, after the run's own), e.g. `lock_timeout` for a fault check's plan. A
     /// drawn plan has none.
     pub settings: Vec<(String, String)>,
-    /// SQL statements run on the runner's monitor connection (the caller's superuser
-    /// connection to the plan's database), in order, before the sessions connect: the
+    /// SQL statements run on the runner's monitor connection (the caller's own connection
+    /// to the plan's database, a superuser's on a throwaway cluster), in order, before the
+    /// sessions connect: the
     /// server-side traps a situation needs (a trigger, `ALTER SYSTEM`), as isolationtester's
     /// `setup`. A drawn plan has none.
     pub setup: Vec<String>,
