@@ -2044,6 +2044,7 @@ mod tests {
             ops,
             txns: Vec::new(),
             nemeses: Vec::new(),
+            wal: None,
         }
     }
 

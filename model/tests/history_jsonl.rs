@@ -173,6 +173,7 @@ fn base_history() -> History {
                 detail: String::new(),
             },
         ],
+        wal: None,
     }
 }
 

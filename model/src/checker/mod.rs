@@ -20,11 +20,13 @@ mod fire;
 pub mod intern;
 mod partition;
 pub mod precheck;
+mod resolved;
 mod search;
 pub mod state;
 
 pub use explain::describe_call;
 pub use partition::{merge, partition, Entry, EntryKind, Partition, Windows};
+pub use resolved::{patched, resolution, Resolved};
 pub use state::{PState, Reject};
 
 use crate::history::{History, OpId, TxnId};
@@ -171,6 +173,8 @@ pub struct Stats {
     /// Their estimated size in bytes, at its highest.
     pub bytes: u64,
     pub elapsed: Duration,
+    /// The lost calls the history's wal line resolved (`None`: it has none).
+    pub resolved: Option<Resolved>,
 }
 
 /// Which budget ran out.
@@ -266,12 +270,13 @@ impl fmt::Display for Verdict {
             Verdict::Linearizable(s) => write!(
                 f,
                 "LINEARIZABLE: {} ops in {} partitions, {} search states (about {} at \
-                 most), {:.3?}",
+                 most), {:.3?}{}",
                 s.ops,
                 s.partitions,
                 s.states,
                 fmt_bytes(s.bytes),
-                s.elapsed
+                s.elapsed,
+                resolved_note(s.resolved)
             ),
             Verdict::Violation(v) => write!(f, "{v}"),
             Verdict::Unknown(s) => write!(
@@ -285,8 +290,23 @@ impl fmt::Display for Verdict {
                 s.stats.states,
                 fmt_bytes(s.stats.bytes),
                 s.exhausted.flag()
-            ),
+            )
+            .and_then(|()| f.write_str(&resolved_note(s.stats.resolved))),
         }
+    }
+}
+
+/// `; the write-ahead log resolved ...` for a history with a wal line, else nothing.
+fn resolved_note(resolved: Option<Resolved>) -> String {
+    match resolved {
+        Some(r) => format!(
+            "; the write-ahead log resolved {} of {} lost calls ({} committed, {} wrote nothing)",
+            r.took_effect + r.never,
+            r.took_effect + r.never + r.open,
+            r.took_effect,
+            r.never
+        ),
+        None => String::new(),
     }
 }
 
@@ -382,8 +402,28 @@ impl Meter {
     }
 }
 
-/// Judges `history`.
+/// Judges `history`, with its lost calls resolved by its wal line when it has one
+/// ([`patched`]).
 pub fn check(history: &History, options: &CheckOptions) -> Verdict {
+    match patched(history) {
+        Some((resolved_history, resolution)) => {
+            let resolved = Some(Resolved::from(&resolution));
+            let mut verdict = check_as_recorded(&resolved_history, options);
+            match &mut verdict {
+                Verdict::Linearizable(stats) => stats.resolved = resolved,
+                Verdict::Unknown(spent) => spent.stats.resolved = resolved,
+                Verdict::Violation(v) => {
+                    let paragraph = resolved::explained(&resolution, &v.ops);
+                    v.explanation.push_str(&paragraph);
+                }
+            }
+            verdict
+        }
+        None => check_as_recorded(history, options),
+    }
+}
+
+fn check_as_recorded(history: &History, options: &CheckOptions) -> Verdict {
     let mut meter = Meter::new(options.budget);
     let prepared = intern::Prepared::new(history);
     let windows = Windows::derive(history);
@@ -394,6 +434,7 @@ pub fn check(history: &History, options: &CheckOptions) -> Verdict {
         states: meter.states,
         bytes: meter.peak,
         elapsed: meter.start.elapsed(),
+        resolved: None,
     };
     if options.prechecks {
         for part in &parts {

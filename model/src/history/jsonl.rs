@@ -8,7 +8,7 @@
 mod wire;
 
 pub use super::{validate, RecordRef, Rule, ValidationError};
-use super::{History, NemesisRecord, OpRecord, TxnRecord, FORMAT, VERSION};
+use super::{History, NemesisRecord, OpRecord, TxnRecord, WalLog, FORMAT, VERSION};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -98,6 +98,7 @@ struct Reader {
     op_lines: Vec<usize>,
     txn_lines: Vec<usize>,
     nemesis_lines: Vec<usize>,
+    wal_line: usize,
 }
 
 impl Reader {
@@ -124,6 +125,15 @@ impl Reader {
                 self.history.txns.push(line.into_record());
                 self.txn_lines.push(number);
             }
+            LineType::Wal => {
+                if self.history.wal.is_some() {
+                    let message = "a second wal line: a history has at most one";
+                    return Err(ParseError::field(number, "type", message));
+                }
+                let line: wire::WalLine = typed(number, text)?;
+                self.history.wal = Some(line.into_log());
+                self.wal_line = number;
+            }
             LineType::Nemesis => {
                 let line: wire::NemesisLine = typed(number, text)?;
                 let record = line.into_record().map_err(|e| ParseError::at(number, e))?;
@@ -149,6 +159,7 @@ impl Reader {
                     RecordRef::Op { index, .. } => (&self.op_lines, index),
                     RecordRef::Txn { index, .. } => (&self.txn_lines, index),
                     RecordRef::Nemesis { index, .. } => (&self.nemesis_lines, index),
+                    RecordRef::Wal { .. } => (&vec![self.wal_line], 0),
                 };
                 Err(ParseError {
                     line: lines.get(index).copied().unwrap_or(self.last_line),
@@ -326,6 +337,10 @@ impl<W: Write> Writer<W> {
         self.line(&wire::NemesisLine::of(nemesis))
     }
 
+    pub fn write_wal(&mut self, wal: &WalLog) -> io::Result<()> {
+        self.line(&wire::WalLine::of(wal))
+    }
+
     pub fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
     }
@@ -365,6 +380,9 @@ fn write_all(out: &mut Vec<u8>, h: &History) -> io::Result<()> {
     }
     for nemesis in &h.nemeses {
         writer.write_nemesis(nemesis)?;
+    }
+    if let Some(wal) = &h.wal {
+        writer.write_wal(wal)?;
     }
     Ok(())
 }

@@ -15,8 +15,10 @@
 
 pub mod jsonl;
 mod valid;
+pub mod wal;
 
 pub use valid::{validate, RecordRef, Rule, ValidationError};
+pub use wal::{resolve, Resolution, WalChange, WalCommit, WalLog, WalRow, WalWriter};
 
 use crate::fate::{self, Fate};
 use crate::spec::{Op, Outcome};
@@ -209,6 +211,9 @@ pub struct History {
     pub ops: Vec<OpRecord>,
     pub txns: Vec<TxnRecord>,
     pub nemeses: Vec<NemesisRecord>,
+    /// The lease table's committed changes, when the recorder decoded them (specs/HISTORY.md,
+    /// "Wal line"): they resolve lost calls ([`resolve`]).
+    pub wal: Option<WalLog>,
 }
 
 impl History {

@@ -2,7 +2,7 @@
 //! the server did. A history that breaks one is a recorder bug, not a pg_lease bug, so the
 //! checker must not judge it (its verdict would be about the recorder).
 
-use super::{History, NemesisRecord, OpId, OpRecord, ProcessId, TxnId, TxnRecord};
+use super::{History, NemesisRecord, OpId, OpRecord, ProcessId, TxnId, TxnRecord, WalWriter};
 use crate::spec::{Op, Outcome};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -11,9 +11,22 @@ use std::fmt;
 /// that kind, and its id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecordRef {
-    Op { index: usize, id: OpId },
-    Txn { index: usize, id: TxnId },
-    Nemesis { index: usize, id: u64 },
+    Op {
+        index: usize,
+        id: OpId,
+    },
+    Txn {
+        index: usize,
+        id: TxnId,
+    },
+    Nemesis {
+        index: usize,
+        id: u64,
+    },
+    /// A commit of the wal line, by its place in the commit order.
+    Wal {
+        commit: usize,
+    },
 }
 
 impl fmt::Display for RecordRef {
@@ -22,6 +35,7 @@ impl fmt::Display for RecordRef {
             RecordRef::Op { id, .. } => write!(f, "op {id}"),
             RecordRef::Txn { id, .. } => write!(f, "txn {id}"),
             RecordRef::Nemesis { id, .. } => write!(f, "nemesis {id}"),
+            RecordRef::Wal { commit } => write!(f, "wal commit {commit}"),
         }
     }
 }
@@ -53,6 +67,12 @@ pub enum Rule {
     TxnOfOtherProcess { txn: TxnId, txn_process: ProcessId },
     /// An op lies outside its transaction's `[begin, end_complete]`.
     OutsideTxn { txn: TxnId },
+    /// A wal commit is claimed by a record the history does not have (an op in a
+    /// transaction is claimed through its transaction).
+    UnknownWriter { writer: String },
+    /// A wal commit is claimed by a record an earlier commit claimed (a call or a
+    /// transaction commits once).
+    ClaimedTwice { writer: String },
 }
 
 impl Rule {
@@ -66,6 +86,7 @@ impl Rule {
             Rule::Overlaps { .. } => "invoke_ns",
             Rule::AfterRetirement { .. } => "process",
             Rule::TxnOfOtherProcess { .. } | Rule::OutsideTxn { .. } => "txn",
+            Rule::UnknownWriter { .. } | Rule::ClaimedTwice { .. } => "commits.by",
         }
     }
 }
@@ -103,6 +124,16 @@ impl fmt::Display for Rule {
             Rule::OutsideTxn { txn } => write!(
                 f,
                 "it lies outside txn {txn} (from begin_ns to end_complete_ns)"
+            ),
+            Rule::UnknownWriter { writer } => write!(
+                f,
+                "it is claimed by {writer}, which the history does not have as an \
+                 autocommit call or a transaction"
+            ),
+            Rule::ClaimedTwice { writer } => write!(
+                f,
+                "it is claimed by {writer}, which an earlier commit claims (a call or a \
+                 transaction commits once)"
             ),
         }
     }
@@ -150,7 +181,39 @@ pub fn validate(h: &History) -> Result<(), ValidationError> {
         })?;
     }
     process_order(h)?;
-    txn_membership(h)
+    txn_membership(h)?;
+    wal_claims(h)
+}
+
+/// Every commit of the wal line is claimed by an autocommit op or a transaction of the
+/// history, each at most once.
+fn wal_claims(h: &History) -> Result<(), ValidationError> {
+    let Some(wal) = &h.wal else {
+        return Ok(());
+    };
+    let mut seen = BTreeSet::new();
+    for (commit, c) in wal.commits.iter().enumerate() {
+        let Some(by) = c.by else { continue };
+        let (writer, exists) = match by {
+            WalWriter::Op(id) => (
+                format!("op {id}"),
+                h.op(id).is_some_and(|o| o.txn.is_none()),
+            ),
+            WalWriter::Txn(id) => (format!("txn {id}"), h.txn(id).is_some()),
+        };
+        let rule = if !exists {
+            Rule::UnknownWriter { writer }
+        } else if !seen.insert(by) {
+            Rule::ClaimedTwice { writer }
+        } else {
+            continue;
+        };
+        return Err(ValidationError {
+            record: RecordRef::Wal { commit },
+            rule,
+        });
+    }
+    Ok(())
 }
 
 fn op_error(index: usize, op: &OpRecord, rule: Rule) -> ValidationError {

@@ -294,12 +294,14 @@ pub(super) enum LineType {
     Op,
     Txn,
     Nemesis,
+    Wal,
 }
 
-pub(super) const LINE_TYPES: [(&str, LineType); 3] = [
+pub(super) const LINE_TYPES: [(&str, LineType); 4] = [
     ("op", LineType::Op),
     ("txn", LineType::Txn),
     ("nemesis", LineType::Nemesis),
+    ("wal", LineType::Wal),
 ];
 
 /// The `call` of an op line.
@@ -409,6 +411,38 @@ pub(super) struct Header {
     pub(super) version: u32,
     #[serde(deserialize_with = "object")]
     pub(super) meta: BTreeMap<String, Value>,
+}
+
+// ---- the wal line --------------------------------------------------------------------------
+
+/// The decoded changes of the lease table: a [`WalLog`] with its line type.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WalLine {
+    #[serde(rename = "type", deserialize_with = "text")]
+    kind: String,
+    table: String,
+    commits: Vec<crate::history::WalCommit>,
+    unreadable: Vec<String>,
+}
+
+impl WalLine {
+    pub(super) fn of(wal: &crate::history::WalLog) -> WalLine {
+        WalLine {
+            kind: "wal".into(),
+            table: wal.table.clone(),
+            commits: wal.commits.clone(),
+            unreadable: wal.unreadable.clone(),
+        }
+    }
+
+    pub(super) fn into_log(self) -> crate::history::WalLog {
+        crate::history::WalLog {
+            table: self.table,
+            commits: self.commits,
+            unreadable: self.unreadable,
+        }
+    }
 }
 
 // ---- txn lines ------------------------------------------------------------------------------
