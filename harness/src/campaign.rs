@@ -19,6 +19,7 @@ use process::{Process, Quota};
 use crate::extension::{Build, ExtensionFiles, Mutant, StaleMutant, MUTANTS};
 use crate::pg::{Cluster, PgError};
 pub use crate::progress::{Progress, Silent};
+use crate::recorder::wal::Decoding;
 use crate::recorder::{Recorder, RecorderError, RecorderOptions};
 use crate::session::SessionSettings;
 // Below the stepped runner: its leaf types only (the runner's errors, the pure plan and
@@ -184,6 +185,11 @@ pub struct Campaign {
     /// its slot first inspects the keys the loss left in doubt (etcd's robustness traffic
     /// does so): on by default; off only to measure what it buys.
     pub inspect_after_loss: bool,
+    /// A logical decoding slot lists the lease table's commits from before the first call
+    /// to after the last session ended, and the history carries them (its wal line), so
+    /// the checker resolves lost calls exactly: on by default where the server allows it
+    /// (`wal_level = logical`, a role with REPLICATION); [`Figures::wal`] says why not.
+    pub decode_wal: bool,
 }
 
 impl Campaign {
@@ -203,6 +209,7 @@ impl Campaign {
             connect_patience: Duration::ZERO,
             final_inspect: false,
             inspect_after_loss: true,
+            decode_wal: true,
         }
     }
 
@@ -366,7 +373,7 @@ impl fmt::Display for Outcome {
 }
 
 /// The figures of a campaign.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Figures {
     /// Calls recorded.
     pub ops: usize,
@@ -383,6 +390,9 @@ pub struct Figures {
     pub record_time: Duration,
     /// Wall-clock time of the check.
     pub check_time: Duration,
+    /// Why the history has no wal line though the campaign asked for one (the server
+    /// cannot decode, or decoding failed); `None` when it has one or none was asked for.
+    pub wal: Option<String>,
 }
 
 impl Figures {
@@ -464,6 +474,8 @@ pub struct Recording {
     /// One pause switch per process slot (`true`: the slot makes no new step).
     pauses: Vec<watch::Sender<bool>>,
     started: Instant,
+    /// The slot decoding the lease table (when asked for and allowed), or why there is none.
+    decoding: Result<Option<Decoding>, String>,
 }
 
 impl Recording {
@@ -522,12 +534,22 @@ impl Recording {
             postgres: postgres.clone(),
             database: database.clone(),
         };
+        let wal = match (self.decoding, &stopped) {
+            (Ok(Some(decoding)), None) => record_wal(&self.recorder, decoding).await,
+            (Ok(Some(decoding)), Some(_)) => {
+                decoding.abandon().await;
+                None
+            }
+            (Ok(None), _) => None,
+            (Err(why), _) => Some(why),
+        };
         let finished = self.recorder.finish();
         let history = match (stopped, finished) {
             (Some(e), finished) => {
                 let history = finished.ok();
                 let mut figures = history.as_ref().map(Figures::of).unwrap_or_default();
                 figures.record_time = record_time;
+                figures.wal = wal;
                 return report(stopped_by(e), history, figures);
             }
             (None, Err(e)) => {
@@ -542,6 +564,7 @@ impl Recording {
         progress.checking();
         let mut figures = Figures::of(&history);
         figures.record_time = record_time;
+        figures.wal = wal;
         let options = CheckOptions {
             budget: self.campaign.budget,
             ..CheckOptions::default()
@@ -561,6 +584,19 @@ impl Recording {
                 figures,
             ),
         }
+    }
+}
+
+/// Reads the slot into the history's wal line once the sessions ended; why not, if it
+/// could not.
+async fn record_wal(recorder: &Recorder, decoding: Decoding) -> Option<String> {
+    let read = decoding
+        .read(&recorder.live_backends(), &recorder.claims())
+        .await;
+    match read.map(|log| recorder.record_wal(log)) {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(e) => Some(e.to_string()),
     }
 }
 
@@ -672,6 +708,13 @@ pub async fn prepare(
         session: campaign.session.clone(),
     };
     let recorder = Recorder::new(config, options).map_err(InfraError::Recorder)?;
+    let decoding = match campaign.decode_wal {
+        true => Decoding::start(cluster.config(&db))
+            .await
+            .map(Some)
+            .map_err(|e| e.to_string()),
+        false => Ok(None),
+    };
     Ok(Recording {
         campaign: campaign.clone(),
         recorder: Arc::new(recorder),
@@ -681,6 +724,7 @@ pub async fn prepare(
             .map(|_| watch::channel(false).0)
             .collect(),
         started: Instant::now(),
+        decoding,
     })
 }
 
@@ -872,6 +916,17 @@ pub fn verdict_json_of(
         Outcome::Unknown(s) => (json!(s.stats.partitions), json!(s.stats.states)),
         _ => (Value::Null, Value::Null),
     };
+    let resolved = report
+        .history
+        .as_ref()
+        .and_then(model::checker::resolution)
+        .map(|r| {
+            json!({
+                "committed": r.took_effect.len(),
+                "wrote_nothing": r.never.len(),
+                "open": r.open.len(),
+            })
+        });
     json!({
         "format": "leasecheck-verdict",
         "version": 1,
@@ -897,6 +952,8 @@ pub fn verdict_json_of(
             "partitions": partitions,
             "search_states": states,
             "faults": report.history.as_ref().map(fault_counts).unwrap_or_default(),
+            "wal_resolved": resolved,
+            "wal_missing": f.wal,
         },
         "target": facts.target,
         "postgres": report.postgres,

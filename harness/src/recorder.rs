@@ -33,12 +33,14 @@
 pub mod late;
 mod sql;
 mod store;
+pub mod wal;
 
 pub use store::RecordError;
 
 use crate::fate;
 use crate::session::{Collated, SessionSettings};
 use model::fate::{BugCause, Condition, Fate};
+use model::history::{WalLog, WalWriter};
 use model::{
     History, Isolation, Nanos, NemesisEffect, NemesisRecord, Op, OpId, OpRecord, OpResult,
     ProcessId, TxnEnd, TxnId, TxnRecord,
@@ -155,6 +157,12 @@ pub struct Recorder {
     generation: AtomicU64,
     /// `true` while a restart is in progress: new connections wait for its end.
     restarting: tokio::sync::watch::Sender<bool>,
+    /// The record each transaction id (its low 32 bits, as decoding shows it) an answer
+    /// reported belongs to: what claims a decoded commit ([`wal`]).
+    claims: Mutex<BTreeMap<u32, WalWriter>>,
+    /// The backend pid of every session connection, and the restart generation it was
+    /// opened in.
+    backends: Mutex<Vec<(i32, u64)>>,
 }
 
 /// A nemesis event that has started and not yet ended ([`Recorder::nemesis_start`]).
@@ -197,7 +205,42 @@ impl Recorder {
             connect_patience: options.connect_patience,
             generation: AtomicU64::new(0),
             restarting: tokio::sync::watch::channel(false).0,
+            claims: Mutex::new(BTreeMap::new()),
+            backends: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The transaction id `xid` (an `xid8` as text) is `writer`'s.
+    fn claim(&self, xid: &str, writer: WalWriter) {
+        if let Ok(xid) = xid.parse::<u64>() {
+            let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+            claims.insert(xid as u32, writer);
+        }
+    }
+
+    /// Every transaction id an answer reported, and whose it is.
+    pub fn claims(&self) -> BTreeMap<u32, WalWriter> {
+        self.claims
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The backend pids of the sessions' connections opened since the latest restart (the
+    /// earlier ones ended with it).
+    pub fn live_backends(&self) -> Vec<i32> {
+        let generation = self.generation();
+        let backends = self.backends.lock().unwrap_or_else(|p| p.into_inner());
+        backends
+            .iter()
+            .filter(|(_, g)| *g == generation)
+            .map(|(pid, _)| *pid)
+            .collect()
+    }
+
+    /// Adds the lease table's decoded commits to the history (its wal line).
+    pub fn record_wal(&self, wal: WalLog) -> Result<(), RecorderError> {
+        self.with_store(|s| s.wal(wal))
     }
 
     /// Now on the recorder's monotonic clock (nanoseconds since it was created).
@@ -466,6 +509,10 @@ impl Recorder {
                 _ => return Err(connect_error(e)),
             },
         };
+        self.backends
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((backend_pid, generation));
         Ok(Conn {
             cancel: client.cancel_token(),
             client,
@@ -882,6 +929,9 @@ impl Session {
         end: TxnEnd,
         end_invoke: Nanos,
     ) -> Result<(), RecorderError> {
+        if let (TxnEnd::Commit | TxnEnd::Unknown, Some(xid)) = (end, &txn.xid) {
+            self.recorder.claim(xid, WalWriter::Txn(txn.id));
+        }
         self.recorder.record_txn(TxnRecord {
             id: txn.id,
             process: txn.process,
@@ -901,8 +951,10 @@ impl Session {
         record: &OpRecord,
         xid: Option<String>,
     ) -> Result<(), RecorderError> {
-        if let (Some(txn), Some(xid)) = (self.txn.as_mut(), xid) {
-            txn.xid = Some(xid);
+        match (self.txn.as_mut(), xid) {
+            (Some(txn), Some(xid)) => txn.xid = Some(xid),
+            (None, Some(xid)) => self.recorder.claim(&xid, WalWriter::Op(record.id)),
+            _ => {}
         }
         let unknown = record.result.is_unknown();
         let failed = !unknown && matches!(record.result, OpResult::Fail { .. });

@@ -3,6 +3,8 @@
 
 #[path = "campaign/lost_calls.rs"]
 mod lost_calls;
+#[path = "campaign/wal_resolved.rs"]
+mod wal_resolved;
 
 use harness::pg::{shared, test_majors, Cluster, PgInstall};
 use harness::recorder::{Begun, Recorder, RecorderOptions};

@@ -609,6 +609,8 @@ impl Managed {
             ("fsync", "on"),
             ("synchronous_commit", "on"),
             ("max_connections", "200"),
+            // Campaigns decode the lease table's commits to resolve lost calls exactly.
+            ("wal_level", "logical"),
             ("logging_collector", "off"),
             // Dynamic shared memory in files under the data directory (pg_dynshmem), not in
             // /dev/shm: a killed server's segments, including those no process maps at the

@@ -2,6 +2,7 @@
 //! [`jsonl::Writer`] (one unbuffered write per record, so the file holds every record
 //! written so far even if the run dies) and keeps the in-memory [`History`].
 
+use model::history::WalLog;
 use model::history::{jsonl, ValidationError};
 use model::{History, NemesisRecord, OpRecord, TxnRecord};
 use std::collections::BTreeMap;
@@ -33,6 +34,7 @@ enum Record {
     Op(OpRecord),
     Txn(TxnRecord),
     Nemesis(NemesisRecord),
+    Wal(WalLog),
 }
 
 /// The sending end of the writer thread.
@@ -84,6 +86,10 @@ impl Store {
         self.send(Record::Nemesis(nemesis))
     }
 
+    pub(super) fn wal(&self, wal: WalLog) -> Result<(), RecordError> {
+        self.send(Record::Wal(wal))
+    }
+
     fn send(&self, record: Record) -> Result<(), RecordError> {
         self.records
             .send(record)
@@ -121,6 +127,7 @@ impl Sink {
             Record::Op(op) => self.writer.write_op(op),
             Record::Txn(txn) => self.writer.write_txn(txn),
             Record::Nemesis(n) => self.writer.write_nemesis(n),
+            Record::Wal(w) => self.writer.write_wal(w),
         }
     }
 }
@@ -147,6 +154,7 @@ fn keep(
             Record::Op(op) => history.ops.push(op),
             Record::Txn(txn) => history.txns.push(txn),
             Record::Nemesis(n) => history.nemeses.push(n),
+            Record::Wal(w) => history.wal = Some(w),
         }
     }
     if let Some(mut s) = sink {

@@ -81,12 +81,36 @@ fn without_inspects(history: &History) -> History {
 /// call every 60 ms, six times (few lost calls: each is a call the checker must place
 /// anywhere after its start); how many it terminated.
 async fn kill_calls(major: u32) -> u64 {
+    kill_marked_calls(major, MARK, 6, 1, Duration::from_millis(60)).await
+}
+
+/// The setup that marks a campaign's database with `mark` (its sessions are told apart
+/// from other tests' by it).
+pub(crate) fn marking(mark: &str) -> SessionSettings {
+    SessionSettings {
+        setup: vec![format!(
+            "DO $$ BEGIN EXECUTE pg_catalog.format('COMMENT ON DATABASE %I IS %L', \
+             pg_catalog.current_database(), '{mark}'); END $$"
+        )],
+        ..SessionSettings::none()
+    }
+}
+
+/// Once the calls of the database marked `mark` are seen (at most 30 s), terminates up to
+/// `each` backends running a call every `every`, `rounds` times; how many it terminated.
+pub(crate) async fn kill_marked_calls(
+    major: u32,
+    mark: &str,
+    rounds: u32,
+    each: u32,
+    every: Duration,
+) -> u64 {
     let cluster = shared(major).expect("a cluster");
     let admin = cluster.connect("postgres").await.expect("connect");
     let seen = format!("SELECT count(*) {MARKED_CALLS}");
     let deadline = Instant::now() + Duration::from_secs(30);
     while admin
-        .query_one(&seen, &[&MARK])
+        .query_one(&seen, &[&mark])
         .await
         .expect("looking")
         .get::<_, i64>(0)
@@ -99,16 +123,18 @@ async fn kill_calls(major: u32) -> u64 {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let mut killed = 0;
-    for _ in 0..6 {
+    for _ in 0..rounds {
         let rows = admin
             .query(
-                &format!("SELECT pg_catalog.pg_terminate_backend(a.pid) {MARKED_CALLS} LIMIT 1"),
-                &[&MARK],
+                &format!(
+                    "SELECT pg_catalog.pg_terminate_backend(a.pid) {MARKED_CALLS} LIMIT {each}"
+                ),
+                &[&mark],
             )
             .await
             .expect("terminating the campaign's calls");
         killed += rows.iter().filter(|r| r.get::<_, bool>(0)).count() as u64;
-        tokio::time::sleep(Duration::from_millis(60)).await;
+        tokio::time::sleep(every).await;
     }
     killed
 }
@@ -123,13 +149,7 @@ async fn after_a_lost_call_the_next_process_inspects_its_key_first() {
     let major = test_majors()[0];
     let cluster = shared(major).expect("a cluster");
     let campaign = Campaign {
-        session: SessionSettings {
-            setup: vec![format!(
-                "DO $$ BEGIN EXECUTE pg_catalog.format('COMMENT ON DATABASE %I IS %L', \
-                 pg_catalog.current_database(), '{MARK}'); END $$"
-            )],
-            ..SessionSettings::none()
-        },
+        session: marking(MARK),
         // A session whose preparation is terminated connects again, as under cuts.
         connect_patience: Duration::from_secs(5),
         ..Campaign::new(Target::PgLease, Length::Ops(1_500), 20_261_207)

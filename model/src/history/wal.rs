@@ -155,9 +155,12 @@ impl Keys {
                     if let WalWriter::Txn(t) = by {
                         claimed_txns.insert(t);
                     }
+                    // A statement of several calls dates each write by its own call.
                     let window = match by {
-                        WalWriter::Op(id) => h.op(id).and_then(|o| o.server),
-                        WalWriter::Txn(_) => None,
+                        WalWriter::Op(id) if commit.changes.len() == 1 => {
+                            h.op(id).and_then(|o| o.server)
+                        }
+                        _ => None,
                     };
                     for c in &commit.changes {
                         keys.claimed
