@@ -96,6 +96,10 @@ pub struct CheckArgs {
     /// Client-side timeout of every call, e.g. 10s.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     pub call_timeout: Duration,
+    /// Do not decode the lease table's commits (free mode): lost calls stay as recorded
+    /// instead of being resolved from the write-ahead log (to measure what it costs).
+    #[arg(long)]
+    pub no_decode: bool,
 }
 
 fn parse_isolation(s: &str) -> Result<Isolation, String> {
@@ -128,6 +132,7 @@ impl CheckArgs {
                     ("--ops", self.ops.is_some()),
                     ("--time", self.time.is_some()),
                     ("--nemesis", self.nemesis.is_some()),
+                    ("--no-decode", self.no_decode),
                 ],
                 "free",
             ),
@@ -214,6 +219,7 @@ impl CheckArgs {
             budget: self.budget(),
             call_timeout: self.call_timeout,
             history_file: Some(history_file),
+            decode_wal: !self.no_decode,
             ..Campaign::new(target, length, seed)
         })
     }

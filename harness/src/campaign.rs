@@ -591,7 +591,11 @@ impl Recording {
 /// could not.
 async fn record_wal(recorder: &Recorder, decoding: Decoding) -> Option<String> {
     let read = decoding
-        .read(&recorder.live_backends(), &recorder.claims())
+        .read(
+            &recorder.live_backends(),
+            &recorder.claims(),
+            recorder.ended(),
+        )
         .await;
     match read.map(|log| recorder.record_wal(log)) {
         Ok(Ok(())) => None,
@@ -706,6 +710,7 @@ pub async fn prepare(
         meta: meta(cluster, campaign),
         connect_patience: campaign.connect_patience,
         session: campaign.session.clone(),
+        direct: Some(cluster.config(&db)),
     };
     let recorder = Recorder::new(config, options).map_err(InfraError::Recorder)?;
     let decoding = match campaign.decode_wal {

@@ -40,7 +40,7 @@ pub use store::RecordError;
 use crate::fate;
 use crate::session::{Collated, SessionSettings};
 use model::fate::{BugCause, Condition, Fate};
-use model::history::{WalLog, WalWriter};
+use model::history::{WalEnded, WalLog, WalWriter};
 use model::{
     History, Isolation, Nanos, NemesisEffect, NemesisRecord, Op, OpId, OpRecord, OpResult,
     ProcessId, TxnEnd, TxnId, TxnRecord,
@@ -118,6 +118,10 @@ pub struct RecorderOptions {
     /// these settings, and passes keys and owners through their collation if they name
     /// one. Their `setup` is not run here: the database must already have it.
     pub session: SessionSettings,
+    /// A connection to the server that bypasses the sessions' route (a proxy that faults
+    /// cut): the recorder's own looks at the server (a lost call's backend) use it. `None`:
+    /// the sessions' config.
+    pub direct: Option<tokio_postgres::Config>,
 }
 
 impl Default for RecorderOptions {
@@ -128,6 +132,7 @@ impl Default for RecorderOptions {
             meta: BTreeMap::new(),
             connect_patience: Duration::ZERO,
             session: SessionSettings::none(),
+            direct: None,
         }
     }
 }
@@ -163,6 +168,10 @@ pub struct Recorder {
     /// The backend pid of every session connection, and the restart generation it was
     /// opened in.
     backends: Mutex<Vec<(i32, u64)>>,
+    /// Lost calls whose backend was seen gone, and the server time by which it was.
+    ended: Mutex<Vec<WalEnded>>,
+    /// [`RecorderOptions::direct`], or the sessions' config.
+    direct: tokio_postgres::Config,
 }
 
 /// A nemesis event that has started and not yet ended ([`Recorder::nemesis_start`]).
@@ -191,7 +200,9 @@ impl Recorder {
         options: RecorderOptions,
     ) -> Result<Recorder, RecorderError> {
         let store = store::Store::open(options.history_file, options.meta)?;
+        let direct = options.direct.unwrap_or_else(|| config.clone());
         Ok(Recorder {
+            direct,
             clock: Instant::now(),
             config,
             session: options.session.clone(),
@@ -207,7 +218,43 @@ impl Recorder {
             restarting: tokio::sync::watch::channel(false).0,
             claims: Mutex::new(BTreeMap::new()),
             backends: Mutex::new(Vec::new()),
+            ended: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Watches backend `pid`, whose call `op` lost its answer with its connection, for up
+    /// to a second on a fresh connection: once it is gone, the server time by which it was
+    /// is a bound on when the call took effect, if it did (the history's wal line keeps it).
+    async fn watch_end(&self, op: OpId, pid: i32) {
+        let watch = async {
+            let (client, connection) = self.direct.connect(NoTls).await.ok()?;
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            let deadline = Instant::now() + Duration::from_secs(1);
+            while Instant::now() < deadline {
+                let row = client.query_one(sql::BACKEND_GONE, &[&pid]).await.ok()?;
+                if let Some(by) = row.get::<_, Option<chrono::DateTime<chrono::Utc>>>(0) {
+                    return Some(by.timestamp_micros());
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            None
+        };
+        let limit = self.call_timeout + Duration::from_secs(1);
+        if let Ok(Some(by)) = tokio::time::timeout(limit, watch).await {
+            let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+            ended.push(WalEnded {
+                op,
+                by,
+                seen_ns: self.now(),
+            });
+        }
+    }
+
+    /// The lost calls whose backend was seen gone.
+    pub fn ended(&self) -> Vec<WalEnded> {
+        self.ended.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The transaction id `xid` (an `xid8` as text) is `writer`'s.
@@ -745,6 +792,7 @@ impl Session {
             return Err(not_connected("a call"));
         };
         let process = conn.process;
+        let backend_pid = conn.backend_pid;
         let id: OpId = self.recorder.next_op.fetch_add(1, Ordering::Relaxed);
         let sent = Instant::now();
         let answered = tokio::time::timeout(self.recorder.call_timeout, sql::call(conn, op)).await;
@@ -794,6 +842,9 @@ impl Session {
             server,
             result,
         };
+        if record.txn.is_none() && lost_with_connection(&record.result) {
+            self.recorder.watch_end(id, backend_pid).await;
+        }
         self.recorder.record_op(record.clone())?;
         self.after_call(&record, xid).await?;
         Ok(record)
@@ -1084,6 +1135,16 @@ fn describe(e: &tokio_postgres::Error) -> String {
     match std::error::Error::source(e) {
         Some(cause) => format!("{e}: {cause}"),
         None => e.to_string(),
+    }
+}
+
+/// Whether `result` is a call's answer lost with its connection (not a client timeout: the
+/// backend then still runs the call, which the recorder cancelled).
+fn lost_with_connection(result: &OpResult) -> bool {
+    match result {
+        OpResult::Unknown { reason } => !reason.starts_with(CLIENT_TIMEOUT),
+        OpResult::Fail { .. } => result.is_unknown(),
+        OpResult::Ok(_) => false,
     }
 }
 

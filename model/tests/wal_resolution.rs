@@ -39,6 +39,8 @@ fn with_wal(h: &H, commits: Vec<WalCommit>) -> History {
         table: "lease_internal.leases".into(),
         commits,
         unreadable: Vec::new(),
+        absent: Vec::new(),
+        ended: Vec::new(),
     });
     h
 }
@@ -173,6 +175,52 @@ fn a_transaction_of_unknown_end_leaves_its_keys_undecided() {
 }
 
 #[test]
+fn a_transaction_of_unknown_end_the_log_resolves_no_longer_blocks_its_keys() {
+    let mut h = H::new();
+    h.txn(1, 1, 0, 30, 40, TxnEnd::Unknown);
+    h.op_in(
+        1,
+        Some(1),
+        acq("j", "b", ms(60_000)),
+        10,
+        20,
+        acquired(1, 15 + MIN),
+    );
+    h.op_in(1, Some(1), inspect("k"), 21, 25, no_row());
+    h.op(2, acq("k", "c", ms(60_000)), 50, 60, unknown());
+    let mut absent = with_wal(
+        &h,
+        vec![commit(700, None, "k", Some("c"), 1, Some(55 + MIN))],
+    );
+    if let Some(wal) = absent.wal.as_mut() {
+        wal.absent.push(WalWriter::Txn(1));
+    }
+    let r = resolution(&absent).expect("a wal line");
+    assert!(r.took_effect.contains_key(&3), "{r:?}");
+    assert!(r.committed_txns.is_empty());
+
+    let claimed = with_wal(
+        &h,
+        vec![
+            commit(
+                699,
+                Some(WalWriter::Txn(1)),
+                "j",
+                Some("b"),
+                1,
+                Some(15 + MIN),
+            ),
+            commit(700, None, "k", Some("c"), 1, Some(55 + MIN)),
+        ],
+    );
+    let r = resolution(&claimed).expect("a wal line");
+    assert!(r.took_effect.contains_key(&3), "{r:?}");
+    assert!(r.committed_txns.contains(&1), "{r:?}");
+    let verdict = check(&claimed, &CheckOptions::default());
+    assert!(verdict.is_linearizable(), "{verdict}");
+}
+
+#[test]
 fn a_lapse_nobody_claimed_takes_the_commit_dated_in_its_window() {
     let mut h = H::new();
     h.op(1, acq("k", "a", ms(60_000)), 0, 10, acquired(1, 5 + MIN));
@@ -267,4 +315,31 @@ fn the_wal_line_round_trips_and_its_claims_are_checked() {
     );
     let e = jsonl::parse(&twice).expect_err("two wal lines");
     assert!(e.to_string().contains("second wal line"), "{e}");
+}
+
+#[test]
+fn a_lost_call_whose_session_ended_before_a_commit_did_not_make_it() {
+    let mut h = H::new();
+    h.op(1, acq("k", "b", ms(60_000)), 20, 30, unknown());
+    h.op(2, inspect("k"), 80, 90, no_row());
+    h.op(3, acq("k", "b", ms(60_000)), 100, 110, unknown());
+    let log = vec![commit(700, None, "k", Some("b"), 1, Some(150 + MIN))];
+    // Both lost acquires could have granted at 150: undecided.
+    let r = resolution(&with_wal(&h, log.clone())).expect("a wal line");
+    assert_eq!(r.open.len(), 2, "{r:?}");
+    // The first one's backend was gone by 60: the grant is the second's.
+    let mut ended = with_wal(&h, log);
+    if let Some(wal) = ended.wal.as_mut() {
+        wal.ended.push(model::history::WalEnded {
+            op: 1,
+            by: 60,
+            seen_ns: 70_000,
+        });
+    }
+    let r = resolution(&ended).expect("a wal line");
+    assert!(
+        r.took_effect.contains_key(&3) && r.never.contains(&1),
+        "{r:?}"
+    );
+    assert!(check(&ended, &CheckOptions::default()).is_linearizable());
 }

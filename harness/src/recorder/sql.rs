@@ -75,6 +75,11 @@ fn inspect_sql(collation: Option<&Collated>) -> String {
     )
 }
 
+/// The server time, once backend `$1` is gone (NULL while it is there).
+pub(super) const BACKEND_GONE: &str = "SELECT CASE WHEN NOT EXISTS \
+     (SELECT FROM pg_catalog.pg_stat_activity WHERE pid = $1::int) \
+     THEN pg_catalog.clock_timestamp() END";
+
 /// What became of a transaction, by its id (text of an `xid8`).
 pub(super) const XACT_STATUS: &str = "SELECT pg_catalog.pg_xact_status($1::text::xid8)";
 

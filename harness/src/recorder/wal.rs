@@ -4,7 +4,7 @@
 //! Slots are durable, so crashes and restarts in between lose nothing. The commits become
 //! the history's wal line (specs/HISTORY.md), which the checker resolves lost calls with.
 
-use model::history::{WalChange, WalCommit, WalLog, WalRow, WalWriter};
+use model::history::{WalChange, WalCommit, WalEnded, WalLog, WalRow, WalWriter};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tokio_postgres::{Client, NoTls};
@@ -93,16 +93,19 @@ impl Decoding {
 
     /// Waits until the backends `pids` have ended (terminating any still there after a
     /// grace), reads every commit since the slot opened, claims each by the xids `claims`
-    /// gives, and drops the slot.
+    /// gives, adds the lost calls' `ended` bounds, and drops the slot.
     pub async fn read(
         self,
         pids: &[i32],
         claims: &BTreeMap<u32, WalWriter>,
+        ended: Vec<WalEnded>,
     ) -> Result<WalLog, WalError> {
         let client = connect(&self.config).await?;
         let read = async {
             sessions_ended(&client, pids).await?;
-            self.commits(&client, claims).await
+            let mut log = self.commits(&client, claims).await?;
+            log.ended = ended;
+            Ok::<WalLog, WalError>(log)
         };
         let log = read.await;
         let dropped = client
@@ -182,6 +185,13 @@ impl Decoding {
                 changes,
             });
         }
+        let committed: std::collections::BTreeSet<u32> =
+            log.commits.iter().map(|c| c.xid as u32).collect();
+        log.absent = claims
+            .iter()
+            .filter(|(xid, w)| matches!(w, WalWriter::Txn(_)) && !committed.contains(xid))
+            .map(|(_, w)| *w)
+            .collect();
         let unreadable_expiry = log.commits.iter().any(|c| {
             c.changes.iter().any(|ch| {
                 ch.row

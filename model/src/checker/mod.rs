@@ -296,17 +296,18 @@ impl fmt::Display for Verdict {
     }
 }
 
-/// `; the write-ahead log resolved ...` for a history with a wal line, else nothing.
+/// `; the write-ahead log resolved ...` for a history with a wal line and lost calls, else
+/// nothing.
 fn resolved_note(resolved: Option<Resolved>) -> String {
     match resolved {
-        Some(r) => format!(
+        Some(r) if r.took_effect + r.never + r.open > 0 => format!(
             "; the write-ahead log resolved {} of {} lost calls ({} committed, {} wrote nothing)",
             r.took_effect + r.never,
             r.took_effect + r.never + r.open,
             r.took_effect,
             r.never
         ),
-        None => String::new(),
+        _ => String::new(),
     }
 }
 

@@ -2,14 +2,16 @@
 //! lost autocommit call the log resolves ([`crate::history::resolve`]) is judged as what it
 //! was. One that took effect becomes a call with the answer its write shows, dated within
 //! its window as a lost call (from its invoke, up to the restart that ended its session)
-//! narrowed by the commit order of its key, and open-ended in real time (its commit may
-//! have come after the client gave up on it). One that wrote nothing is left out: a call
-//! without a write and without an answer constrains nothing. Both only narrow what the
+//! narrowed by the commit order of its key, and in real time from its invoke to when its
+//! session was seen ended, or to the end of the history (its commit may have come after the
+//! client gave up on it). One that wrote nothing is left out: a call
+//! without a write and without an answer constrains nothing. A transaction that ended
+//! unknown and whose commit the log has committed. All only narrow what the
 //! lost call could have done, so a resolution can turn a pass into a violation, never the
 //! reverse.
 
 use super::partition::Windows;
-use crate::history::{resolve, History, OpResult, Resolution};
+use crate::history::{resolve, History, OpResult, Resolution, TxnEnd};
 use crate::time::Span;
 
 /// How many lost calls the log resolved.
@@ -52,9 +54,14 @@ pub fn patched(history: &History) -> Option<(History, Resolution)> {
             let hi = effect.before.map_or(base.t1(), |b| b.min(base.t1()));
             op.server = Some(Span::new(lo, hi).unwrap_or(base));
             op.result = OpResult::Ok(effect.outcome.clone());
-            op.complete = last.max(op.complete);
+            op.complete = effect.seen_ended.unwrap_or(last).max(op.complete);
         }
         out.ops.push(op);
+    }
+    for txn in out.txns.iter_mut() {
+        if resolution.committed_txns.contains(&txn.id) {
+            txn.end = TxnEnd::Commit;
+        }
     }
     Some((out, resolution))
 }

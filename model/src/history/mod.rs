@@ -18,7 +18,7 @@ mod valid;
 pub mod wal;
 
 pub use valid::{validate, RecordRef, Rule, ValidationError};
-pub use wal::{resolve, Resolution, WalChange, WalCommit, WalLog, WalRow, WalWriter};
+pub use wal::{resolve, Resolution, WalChange, WalCommit, WalEnded, WalLog, WalRow, WalWriter};
 
 use crate::fate::{self, Fate};
 use crate::spec::{Op, Outcome};

@@ -191,15 +191,19 @@ fn wal_claims(h: &History) -> Result<(), ValidationError> {
     let Some(wal) = &h.wal else {
         return Ok(());
     };
+    let autocommit: BTreeSet<OpId> = h
+        .ops
+        .iter()
+        .filter(|o| o.txn.is_none())
+        .map(|o| o.id)
+        .collect();
+    let txns: BTreeSet<TxnId> = h.txns.iter().map(|t| t.id).collect();
     let mut seen = BTreeSet::new();
     for (commit, c) in wal.commits.iter().enumerate() {
         let Some(by) = c.by else { continue };
         let (writer, exists) = match by {
-            WalWriter::Op(id) => (
-                format!("op {id}"),
-                h.op(id).is_some_and(|o| o.txn.is_none()),
-            ),
-            WalWriter::Txn(id) => (format!("txn {id}"), h.txn(id).is_some()),
+            WalWriter::Op(id) => (format!("op {id}"), autocommit.contains(&id)),
+            WalWriter::Txn(id) => (format!("txn {id}"), txns.contains(&id)),
         };
         let rule = if !exists {
             Rule::UnknownWriter { writer }
@@ -210,6 +214,27 @@ fn wal_claims(h: &History) -> Result<(), ValidationError> {
         };
         return Err(ValidationError {
             record: RecordRef::Wal { commit },
+            rule,
+        });
+    }
+    for (index, &absent) in wal.absent.iter().enumerate() {
+        let writer = match absent {
+            WalWriter::Op(id) => format!("op {id}"),
+            WalWriter::Txn(id) => format!("txn {id}"),
+        };
+        let exists = match absent {
+            WalWriter::Op(id) => autocommit.contains(&id),
+            WalWriter::Txn(id) => txns.contains(&id),
+        };
+        let rule = match (exists, seen.contains(&absent)) {
+            (false, _) => Rule::UnknownWriter { writer },
+            (true, true) => Rule::ClaimedTwice { writer },
+            (true, false) => continue,
+        };
+        return Err(ValidationError {
+            record: RecordRef::Wal {
+                commit: wal.commits.len() + index,
+            },
             rule,
         });
     }

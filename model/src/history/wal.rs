@@ -5,7 +5,7 @@
 //! the outcome that write shows; one whose key has no unclaimed commit wrote nothing, which
 //! for the spec is the same as never having run. Anything ambiguous stays unknown.
 
-use super::{History, NemesisEffect, OpId, TxnEnd, TxnId};
+use super::{History, NemesisEffect, OpId, OpRecord, TxnEnd, TxnId};
 use crate::spec::{Op, Outcome};
 use crate::time::{Interval, Span, Ts};
 use serde::{Deserialize, Serialize};
@@ -22,6 +22,24 @@ pub struct WalLog {
     /// Changes of the table the recorder could not read (their text as decoded). Any makes
     /// the log useless for resolution: a change of an unknown key could be any call's.
     pub unreadable: Vec<String>,
+    /// The records whose answers reported a transaction id that no commit of the log has:
+    /// their transactions changed no row of the table (a transaction whose COMMIT was lost
+    /// and that did not commit).
+    pub absent: Vec<WalWriter>,
+    /// Lost calls whose session's backend the recorder saw gone, and the server time by
+    /// which it was: the call took effect, if at all, before it.
+    pub ended: Vec<WalEnded>,
+}
+
+/// A lost call's session seen ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WalEnded {
+    pub op: OpId,
+    /// Unix microseconds (the server's clock).
+    pub by: i64,
+    /// When the recorder saw it gone (its clock, like an op's `complete_ns`).
+    pub seen_ns: u64,
 }
 
 /// One committed transaction that changed the lease table.
@@ -78,6 +96,8 @@ pub struct Resolution {
     pub never: BTreeSet<OpId>,
     /// Lost calls the log could not decide.
     pub open: BTreeSet<OpId>,
+    /// Transactions that ended unknown whose commit the log has: they committed.
+    pub committed_txns: BTreeSet<TxnId>,
 }
 
 /// A lost call's write, found in the log.
@@ -89,9 +109,12 @@ pub struct Effect {
     pub outcome: Outcome<String>,
     /// Server-time bounds on its instant from the answered writes of its key committed
     /// before it (their `t0`) and after it (their `t1`): the lease table's writes read the
-    /// clock under the key's row lock, so they are dated in commit order.
+    /// clock under the key's row lock, so they are dated in commit order; and from when its
+    /// session was seen ended.
     pub after: Option<Ts>,
     pub before: Option<Ts>,
+    /// When the recorder saw its session ended, if it did: it took effect before then.
+    pub seen_ended: Option<u64>,
 }
 
 /// The fates the history's [`WalLog`] gives its lost autocommit calls; `None` without one.
@@ -106,25 +129,48 @@ pub fn resolve(h: &History, windows: &[Span]) -> Option<Resolution> {
         .filter(|o| o.txn.is_none() && o.result.outcome() == Outcome::Unknown)
         .map(|o| o.id)
         .collect();
+    let claimed: BTreeSet<WalWriter> = wal.commits.iter().filter_map(|c| c.by).collect();
     let mut r = Resolution {
         open: lost.iter().copied().collect(),
+        committed_txns: h
+            .txns
+            .iter()
+            .filter(|t| t.end == TxnEnd::Unknown && claimed.contains(&WalWriter::Txn(t.id)))
+            .map(|t| t.id)
+            .collect(),
         ..Resolution::default()
     };
     if !wal.unreadable.is_empty() {
         return Some(r);
     }
-    let keys = Keys::of(h, wal);
-    for (key, lost_here) in group_by_key(h, &lost) {
+    let ops: BTreeMap<OpId, &OpRecord> = h.ops.iter().map(|o| (o.id, o)).collect();
+    let windows = ended_by(h, wal, windows);
+    let windows = windows.as_slice();
+    let keys = Keys::of(h, wal, &ops);
+    for (key, lost_here) in group_by_key(&ops, &lost) {
         keys.resolve_key(h, wal, windows, &key, &lost_here, &mut r);
     }
     Some(r)
 }
 
+/// `windows`, each lost call's ending no later than its session was seen ended.
+fn ended_by(h: &History, wal: &WalLog, windows: &[Span]) -> Vec<Span> {
+    let ended: BTreeMap<OpId, i64> = wal.ended.iter().map(|e| (e.op, e.by)).collect();
+    h.ops
+        .iter()
+        .zip(windows)
+        .map(|(op, w)| match ended.get(&op.id) {
+            Some(&by) if by < w.t1().0 => Span::new(w.t0(), Ts(by)).unwrap_or(*w),
+            _ => *w,
+        })
+        .collect()
+}
+
 /// The lost calls by key (a call without a key writes nothing a change could name).
-fn group_by_key(h: &History, lost: &[OpId]) -> BTreeMap<String, Vec<OpId>> {
+fn group_by_key(ops: &BTreeMap<OpId, &OpRecord>, lost: &[OpId]) -> BTreeMap<String, Vec<OpId>> {
     let mut by_key: BTreeMap<String, Vec<OpId>> = BTreeMap::new();
     for &id in lost {
-        if let Some(key) = h.op(id).and_then(|o| o.call.key()) {
+        if let Some(key) = ops.get(&id).and_then(|o| o.call.key()) {
             by_key.entry(key.clone()).or_default().push(id);
         }
     }
@@ -146,7 +192,7 @@ struct Keys {
 }
 
 impl Keys {
-    fn of(h: &History, wal: &WalLog) -> Keys {
+    fn of(h: &History, wal: &WalLog, ops: &BTreeMap<OpId, &OpRecord>) -> Keys {
         let mut keys = Keys::default();
         let mut claimed_txns: BTreeSet<TxnId> = BTreeSet::new();
         for (i, commit) in wal.commits.iter().enumerate() {
@@ -158,7 +204,7 @@ impl Keys {
                     // A statement of several calls dates each write by its own call.
                     let window = match by {
                         WalWriter::Op(id) if commit.changes.len() == 1 => {
-                            h.op(id).and_then(|o| o.server)
+                            ops.get(&id).and_then(|o| o.server)
                         }
                         _ => None,
                     };
@@ -178,8 +224,9 @@ impl Keys {
                     .extend(commit.changes.iter().map(|c| c.key.clone())),
             }
         }
+        let absent: BTreeSet<WalWriter> = wal.absent.iter().copied().collect();
         for txn in h.txns.iter().filter(|t| t.end == TxnEnd::Unknown) {
-            if claimed_txns.contains(&txn.id) {
+            if claimed_txns.contains(&txn.id) || absent.contains(&WalWriter::Txn(txn.id)) {
                 continue;
             }
             let called = h.ops.iter().filter(|o| o.txn == Some(txn.id));
@@ -270,11 +317,16 @@ impl Keys {
                 _ => {}
             }
         }
+        let ended = wal.ended.iter().find(|e| e.op == id);
+        if let Some(ended) = ended {
+            before = Some(before.map_or(Ts(ended.by), |b| b.min(Ts(ended.by))));
+        }
         Some(Effect {
             commit: index,
             outcome,
             after,
             before,
+            seen_ended: ended.map(|e| e.seen_ns),
         })
     }
 }

@@ -424,6 +424,8 @@ pub(super) struct WalLine {
     table: String,
     commits: Vec<crate::history::WalCommit>,
     unreadable: Vec<String>,
+    absent: Vec<crate::history::WalWriter>,
+    ended: Vec<crate::history::WalEnded>,
 }
 
 impl WalLine {
@@ -433,6 +435,8 @@ impl WalLine {
             table: wal.table.clone(),
             commits: wal.commits.clone(),
             unreadable: wal.unreadable.clone(),
+            absent: wal.absent.clone(),
+            ended: wal.ended.clone(),
         }
     }
 
@@ -441,6 +445,8 @@ impl WalLine {
             table: self.table,
             commits: self.commits,
             unreadable: self.unreadable,
+            absent: self.absent,
+            ended: self.ended,
         }
     }
 }
