@@ -6,7 +6,7 @@ use harness::campaign::{Campaign, Length, Outcome, Silent, Target};
 use harness::extension::ExtensionFiles;
 use harness::pg::{test_majors, Cluster, ClusterOptions, PgInstall};
 use harness::workload::{OpMix, Workload};
-use model::checker::resolution;
+use model::checker::{resolution, Resolved};
 use model::Interval;
 use nemesis::mixed;
 use nemesis::schedule::{Planned, Schedule};
@@ -105,12 +105,7 @@ async fn a_campaign_under_crashes_and_cuts_is_decided_by_the_wal() {
             wal.ended.len()
         );
     }
-    println!(
-        "resolved: {} committed, {} wrote nothing, {} open",
-        r.took_effect.len(),
-        r.never.len(),
-        r.open.len()
-    );
+    println!("{:?}", Resolved::from(&r));
     assert!(
         matches!(report.outcome, Outcome::Linearizable(_)),
         "{}",

@@ -40,7 +40,7 @@ pub use store::RecordError;
 use crate::fate;
 use crate::session::{Collated, SessionSettings};
 use model::fate::{BugCause, Condition, Fate};
-use model::history::{WalEnded, WalLog, WalWriter};
+use model::history::{WalEnded, WalWriter};
 use model::{
     History, Isolation, Nanos, NemesisEffect, NemesisRecord, Op, OpId, OpRecord, OpResult,
     ProcessId, TxnEnd, TxnId, TxnRecord,
@@ -220,74 +220,6 @@ impl Recorder {
             backends: Mutex::new(Vec::new()),
             ended: Mutex::new(Vec::new()),
         })
-    }
-
-    /// Watches backend `pid`, whose call `op` lost its answer with its connection, for up
-    /// to a second on a fresh connection: once it is gone, the server time by which it was
-    /// is a bound on when the call took effect, if it did (the history's wal line keeps it).
-    async fn watch_end(&self, op: OpId, pid: i32) {
-        let watch = async {
-            let (client, connection) = self.direct.connect(NoTls).await.ok()?;
-            tokio::spawn(async move {
-                let _ = connection.await;
-            });
-            let deadline = Instant::now() + Duration::from_secs(1);
-            while Instant::now() < deadline {
-                let row = client.query_one(sql::BACKEND_GONE, &[&pid]).await.ok()?;
-                if let Some(by) = row.get::<_, Option<chrono::DateTime<chrono::Utc>>>(0) {
-                    return Some(by.timestamp_micros());
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            None
-        };
-        let limit = self.call_timeout + Duration::from_secs(1);
-        if let Ok(Some(by)) = tokio::time::timeout(limit, watch).await {
-            let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
-            ended.push(WalEnded {
-                op,
-                by,
-                seen_ns: self.now(),
-            });
-        }
-    }
-
-    /// The lost calls whose backend was seen gone.
-    pub fn ended(&self) -> Vec<WalEnded> {
-        self.ended.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// The transaction id `xid` (an `xid8` as text) is `writer`'s.
-    fn claim(&self, xid: &str, writer: WalWriter) {
-        if let Ok(xid) = xid.parse::<u64>() {
-            let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
-            claims.insert(xid as u32, writer);
-        }
-    }
-
-    /// Every transaction id an answer reported, and whose it is.
-    pub fn claims(&self) -> BTreeMap<u32, WalWriter> {
-        self.claims
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    /// The backend pids of the sessions' connections opened since the latest restart (the
-    /// earlier ones ended with it).
-    pub fn live_backends(&self) -> Vec<i32> {
-        let generation = self.generation();
-        let backends = self.backends.lock().unwrap_or_else(|p| p.into_inner());
-        backends
-            .iter()
-            .filter(|(_, g)| *g == generation)
-            .map(|(pid, _)| *pid)
-            .collect()
-    }
-
-    /// Adds the lease table's decoded commits to the history (its wal line).
-    pub fn record_wal(&self, wal: WalLog) -> Result<(), RecorderError> {
-        self.with_store(|s| s.wal(wal))
     }
 
     /// Now on the recorder's monotonic clock (nanoseconds since it was created).
@@ -842,7 +774,7 @@ impl Session {
             server,
             result,
         };
-        if record.txn.is_none() && lost_with_connection(&record.result) {
+        if record.txn.is_none() && wal::lost_with_connection(&record.result) {
             self.recorder.watch_end(id, backend_pid).await;
         }
         self.recorder.record_op(record.clone())?;
@@ -1135,16 +1067,6 @@ fn describe(e: &tokio_postgres::Error) -> String {
     match std::error::Error::source(e) {
         Some(cause) => format!("{e}: {cause}"),
         None => e.to_string(),
-    }
-}
-
-/// Whether `result` is a call's answer lost with its connection (not a client timeout: the
-/// backend then still runs the call, which the recorder cancelled).
-fn lost_with_connection(result: &OpResult) -> bool {
-    match result {
-        OpResult::Unknown { reason } => !reason.starts_with(CLIENT_TIMEOUT),
-        OpResult::Fail { .. } => result.is_unknown(),
-        OpResult::Ok(_) => false,
     }
 }
 

@@ -45,6 +45,18 @@ fn with_wal(h: &H, commits: Vec<WalCommit>) -> History {
     h
 }
 
+/// The commit of op 1's grant of k to a, claimed.
+fn a_grant() -> WalCommit {
+    commit(
+        700,
+        Some(WalWriter::Op(1)),
+        "k",
+        Some("a"),
+        1,
+        Some(5 + MIN),
+    )
+}
+
 /// a holds k for a minute; b's acquire of k is lost.
 fn a_holds_b_lost() -> H {
     let mut h = H::new();
@@ -63,14 +75,7 @@ fn a_lost_grant_found_committed_is_judged_as_granted() {
     let history = with_wal(
         &h,
         vec![
-            commit(
-                700,
-                Some(WalWriter::Op(1)),
-                "k",
-                Some("a"),
-                1,
-                Some(5 + MIN),
-            ),
+            a_grant(),
             commit(701, None, "k", Some("b"), 2, Some(25 + MIN)),
         ],
     );
@@ -92,17 +97,7 @@ fn a_lost_grant_found_committed_is_judged_as_granted() {
 #[test]
 fn a_lost_call_without_a_commit_wrote_nothing() {
     let h = a_holds_b_lost();
-    let history = with_wal(
-        &h,
-        vec![commit(
-            700,
-            Some(WalWriter::Op(1)),
-            "k",
-            Some("a"),
-            1,
-            Some(5 + MIN),
-        )],
-    );
+    let history = with_wal(&h, vec![a_grant()]);
     let r = resolution(&history).expect("a wal line");
     assert!(r.never.contains(&2) && r.open.is_empty(), "{r:?}");
     match check(&history, &CheckOptions::default()) {
@@ -138,14 +133,7 @@ fn a_commit_no_call_fits_leaves_its_key_undecided() {
     let history = with_wal(
         &h,
         vec![
-            commit(
-                700,
-                Some(WalWriter::Op(1)),
-                "k",
-                Some("a"),
-                1,
-                Some(5 + MIN),
-            ),
+            a_grant(),
             commit(701, None, "k", Some("c"), 2, Some(25 + MIN)),
         ],
     );
@@ -228,17 +216,7 @@ fn a_lapse_nobody_claimed_takes_the_commit_dated_in_its_window() {
     h.op(2, renew("k", "a", 1, ms(60_000)), 40, 50, unknown());
     let history = with_wal(
         &h,
-        vec![
-            commit(
-                700,
-                Some(WalWriter::Op(1)),
-                "k",
-                Some("a"),
-                1,
-                Some(5 + MIN),
-            ),
-            commit(701, None, "k", Some("a"), 1, Some(25)),
-        ],
+        vec![a_grant(), commit(701, None, "k", Some("a"), 1, Some(25))],
     );
     let r = resolution(&history).expect("a wal line");
     // The one unclaimed commit is dated inside the lapse's window: the lapse's, not the
@@ -261,17 +239,7 @@ fn unreadable_changes_resolve_nothing() {
 #[test]
 fn the_wal_line_round_trips_and_its_claims_are_checked() {
     let h = a_holds_b_lost();
-    let history = with_wal(
-        &h,
-        vec![commit(
-            700,
-            Some(WalWriter::Op(1)),
-            "k",
-            Some("a"),
-            1,
-            Some(5 + MIN),
-        )],
-    );
+    let history = with_wal(&h, vec![a_grant()]);
     let text = jsonl::to_string(&history);
     assert!(text.contains("\"type\":\"wal\""), "{text}");
     assert_eq!(jsonl::parse(&text).expect("reads back"), history);
@@ -279,14 +247,7 @@ fn the_wal_line_round_trips_and_its_claims_are_checked() {
     let bad = with_wal(
         &h,
         vec![
-            commit(
-                700,
-                Some(WalWriter::Op(1)),
-                "k",
-                Some("a"),
-                1,
-                Some(5 + MIN),
-            ),
+            a_grant(),
             commit(
                 701,
                 Some(WalWriter::Op(1)),

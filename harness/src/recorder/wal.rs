@@ -4,7 +4,9 @@
 //! Slots are durable, so crashes and restarts in between lose nothing. The commits become
 //! the history's wal line (specs/HISTORY.md), which the checker resolves lost calls with.
 
+use model::history::OpId;
 use model::history::{WalChange, WalCommit, WalEnded, WalLog, WalRow, WalWriter};
+use model::OpResult;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tokio_postgres::{Client, NoTls};
@@ -359,6 +361,91 @@ fn value(text: &str) -> Option<(Option<String>, &str)> {
     let word = &text[..end];
     let value = (word != "null").then(|| word.to_string());
     Some((value, &text[end..]))
+}
+
+/// The recorder's part in decoding: which record each transaction id is, which backends
+/// its sessions used, and when a lost call's backend was seen gone.
+impl super::Recorder {
+    /// Watches backend `pid`, whose call `op` lost its answer with its connection, for up
+    /// to a second on a fresh connection: once it is gone, the server time by which it was
+    /// is a bound on when the call took effect, if it did (the history's wal line keeps it).
+    pub(super) async fn watch_end(&self, op: OpId, pid: i32) {
+        let watch = async {
+            let (client, connection) = self.direct.connect(tokio_postgres::NoTls).await.ok()?;
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            let deadline = Instant::now() + Duration::from_secs(1);
+            while Instant::now() < deadline {
+                let row = client
+                    .query_one(super::sql::BACKEND_GONE, &[&pid])
+                    .await
+                    .ok()?;
+                if let Some(by) = row.get::<_, Option<chrono::DateTime<chrono::Utc>>>(0) {
+                    return Some(by.timestamp_micros());
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            None
+        };
+        let limit = self.call_timeout + Duration::from_secs(1);
+        if let Ok(Some(by)) = tokio::time::timeout(limit, watch).await {
+            let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+            ended.push(WalEnded {
+                op,
+                by,
+                seen_ns: self.now(),
+            });
+        }
+    }
+
+    /// The lost calls whose backend was seen gone.
+    pub fn ended(&self) -> Vec<WalEnded> {
+        self.ended.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The transaction id `xid` (an `xid8` as text) is `writer`'s.
+    pub(super) fn claim(&self, xid: &str, writer: WalWriter) {
+        if let Ok(xid) = xid.parse::<u64>() {
+            let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+            claims.insert(xid as u32, writer);
+        }
+    }
+
+    /// Every transaction id an answer reported, and whose it is.
+    pub fn claims(&self) -> BTreeMap<u32, WalWriter> {
+        self.claims
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The backend pids of the sessions' connections opened since the latest restart (the
+    /// earlier ones ended with it).
+    pub fn live_backends(&self) -> Vec<i32> {
+        let generation = self.generation();
+        let backends = self.backends.lock().unwrap_or_else(|p| p.into_inner());
+        backends
+            .iter()
+            .filter(|(_, g)| *g == generation)
+            .map(|(pid, _)| *pid)
+            .collect()
+    }
+
+    /// Adds the lease table's decoded commits to the history (its wal line).
+    pub fn record_wal(&self, wal: WalLog) -> Result<(), super::RecorderError> {
+        self.with_store(|s| s.wal(wal))
+    }
+}
+
+/// Whether `result` is a call's answer lost with its connection (not a client timeout: the
+/// backend then still runs the call, which the recorder cancelled).
+pub(super) fn lost_with_connection(result: &OpResult) -> bool {
+    match result {
+        OpResult::Unknown { reason } => !reason.starts_with(super::CLIENT_TIMEOUT),
+        OpResult::Fail { .. } => result.is_unknown(),
+        OpResult::Ok(_) => false,
+    }
 }
 
 #[cfg(test)]

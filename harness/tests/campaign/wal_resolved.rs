@@ -5,7 +5,7 @@
 use super::lost_calls::{kill_marked_calls, marking};
 use harness::campaign::{self, Campaign, Length, Outcome, Silent, Target};
 use harness::pg::{shared, test_majors};
-use model::checker::{check, resolution, CheckOptions, Verdict, Windows};
+use model::checker::{check, resolution, CheckOptions, Resolved, Verdict, Windows};
 use model::history::{jsonl, WalChange, WalCommit, WalRow};
 use model::{History, Op, Outcome as Answer};
 use std::sync::Arc;
@@ -89,12 +89,7 @@ async fn a_campaign_with_a_tenth_of_its_calls_lost_is_decided_by_the_wal() {
         report.outcome
     );
     let r = resolution(history).expect("a resolution");
-    println!(
-        "resolved: {} committed, {} wrote nothing, {} open",
-        r.took_effect.len(),
-        r.never.len(),
-        r.open.len()
-    );
+    println!("{:?}", Resolved::from(&r));
     assert!(
         r.open.len() * 4 <= lost,
         "{} of {lost} lost calls left open",
