@@ -595,6 +595,7 @@ async fn record_wal(recorder: &Recorder, decoding: Decoding) -> Option<String> {
             &recorder.live_backends(),
             &recorder.claims(),
             recorder.ended(),
+            recorder.xids_reused(),
         )
         .await;
     match read.map(|log| recorder.record_wal(log)) {

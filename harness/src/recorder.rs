@@ -172,6 +172,10 @@ pub struct Recorder {
     ended: Mutex<Vec<WalEnded>>,
     /// [`RecorderOptions::direct`], or the sessions' config.
     direct: tokio_postgres::Config,
+    /// The highest transaction id claimed in each restart generation.
+    highest_xid: Mutex<BTreeMap<u64, u32>>,
+    /// A claimed id was at or below one claimed before a restart ([`wal`]).
+    xids_reused: std::sync::atomic::AtomicBool,
 }
 
 /// A nemesis event that has started and not yet ended ([`Recorder::nemesis_start`]).
@@ -219,6 +223,8 @@ impl Recorder {
             claims: Mutex::new(BTreeMap::new()),
             backends: Mutex::new(Vec::new()),
             ended: Mutex::new(Vec::new()),
+            highest_xid: Mutex::new(BTreeMap::new()),
+            xids_reused: std::sync::atomic::AtomicBool::new(false),
         })
     }
 

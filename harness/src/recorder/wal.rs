@@ -75,6 +75,11 @@ impl Decoding {
             ));
         }
         let table = crate::extension::lease_table(&client).await?;
+        if !persistent(&client, &table).await? {
+            return Err(WalError::Unavailable(format!(
+                "{table} is not WAL-logged (UNLOGGED): its changes cannot be decoded"
+            )));
+        }
         let slot = format!(
             "leasecheck_{}_{}",
             std::process::id(),
@@ -101,12 +106,26 @@ impl Decoding {
         pids: &[i32],
         claims: &BTreeMap<u32, WalWriter>,
         ended: Vec<WalEnded>,
+        xids_reused: bool,
     ) -> Result<WalLog, WalError> {
         let client = connect(&self.config).await?;
         let read = async {
             sessions_ended(&client, pids).await?;
             let mut log = self.commits(&client, claims).await?;
             log.ended = ended;
+            if xids_reused {
+                log.unreadable.push(
+                    "transaction ids were handed out again after a restart that lost commits: \
+                     an id no longer names one call"
+                        .into(),
+                );
+            }
+            if !self.logged(&client).await? {
+                log.unreadable.push(format!(
+                    "{} is not WAL-logged (UNLOGGED): its changes are not decoded",
+                    self.table
+                ));
+            }
             Ok::<WalLog, WalError>(log)
         };
         let log = read.await;
@@ -119,6 +138,11 @@ impl Decoding {
         let log = log?;
         dropped?;
         Ok(log)
+    }
+
+    /// Whether the table is still WAL-logged (a build may make it UNLOGGED meanwhile).
+    async fn logged(&self, client: &Client) -> Result<bool, WalError> {
+        persistent(client, &self.table).await
     }
 
     /// Drops the slot without reading it (a campaign that stopped early).
@@ -207,6 +231,18 @@ impl Decoding {
         }
         Ok(log)
     }
+}
+
+/// Whether `table` is a permanent (WAL-logged) table: only those are decoded.
+async fn persistent(client: &Client, table: &str) -> Result<bool, WalError> {
+    let row = client
+        .query_one(
+            "SELECT c.relpersistence = 'p' FROM pg_catalog.pg_class AS c \
+              WHERE c.oid = $1::text::pg_catalog.regclass",
+            &[&table],
+        )
+        .await?;
+    Ok(row.get(0))
 }
 
 /// Waits until none of `pids` is a backend of the server (up to [`BACKEND_GRACE`]), then
@@ -406,10 +442,27 @@ impl super::Recorder {
 
     /// The transaction id `xid` (an `xid8` as text) is `writer`'s.
     pub(super) fn claim(&self, xid: &str, writer: WalWriter) {
-        if let Ok(xid) = xid.parse::<u64>() {
-            let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
-            claims.insert(xid as u32, writer);
+        let Ok(xid) = xid.parse::<u64>() else {
+            return;
+        };
+        let xid = xid as u32;
+        let generation = self.generation();
+        let mut highest = self.highest_xid.lock().unwrap_or_else(|p| p.into_inner());
+        // Ids only grow while a server runs; one at or below an id of before a restart was
+        // handed out again: the restart lost commits, and an id no longer names one record.
+        if highest.range(..generation).any(|(_, &h)| h >= xid) {
+            self.xids_reused
+                .store(true, std::sync::atomic::Ordering::SeqCst);
         }
+        let top = highest.entry(generation).or_insert(xid);
+        *top = (*top).max(xid);
+        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        claims.insert(xid, writer);
+    }
+
+    /// Whether a transaction id was handed out again after a restart (see `claim`).
+    pub fn xids_reused(&self) -> bool {
+        self.xids_reused.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Every transaction id an answer reported, and whose it is.
