@@ -107,8 +107,18 @@ impl<'a> Reach<'a> {
         downtime: Duration,
     ) -> Result<Restarted, FaultError> {
         let admin = self.admin().await?;
+        let pid_before = self.server.postmaster_pid();
+        let t0 = self.server_now(&admin).await?;
+        // A crash is one instant: the whole server is frozen before the sessions learn of
+        // it (the recorder moves them to fresh connections), so that nothing they do on
+        // their way out becomes durable first. A pg_lease session's backend exit drops its
+        // temporary table, and that commit flushes the WAL of every asynchronous commit
+        // before it (seen: a crash that then lost nothing).
+        if stop == Stop::Crash {
+            self.server.pause(true)?;
+        }
         let started = self.recorder.nemesis_start_restart(fault.name());
-        let restarted = self.stop_and_start(&admin, stop, downtime).await;
+        let restarted = self.stop_and_start(t0, pid_before, stop, downtime).await;
         match restarted {
             Ok(r) => {
                 let detail = format!(
@@ -137,15 +147,20 @@ impl<'a> Reach<'a> {
         }
     }
 
+    /// Stops the server (last seen up at server time `t0`), keeps it down for `downtime`,
+    /// starts it again.
     async fn stop_and_start(
         &self,
-        admin: &Client,
+        t0: Ts,
+        pid_before: Option<u32>,
         stop: Stop,
         downtime: Duration,
     ) -> Result<Restarted, FaultError> {
-        let pid_before = self.server.postmaster_pid();
-        let t0 = self.server_now(admin).await?;
-        self.server.stop(stop).await?;
+        if let Err(e) = self.server.stop(stop).await {
+            // A crash froze the server first: it must not stay frozen.
+            let _ = self.server.pause(false);
+            return Err(e);
+        }
         tokio::time::sleep(downtime).await;
         self.server.start().await?;
         let back = self.admin().await?;

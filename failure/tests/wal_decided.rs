@@ -14,7 +14,7 @@ use nemesis::Fault;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Every 120 ms every connection through the proxy reset, and two crashes between.
+/// Every 120 ms every connection through the proxy reset (18 times), and two crashes between.
 fn schedule() -> Schedule {
     let cut = |pick| Planned {
         fault: Fault::CutReset,
@@ -28,9 +28,9 @@ fn schedule() -> Schedule {
         hold: Duration::from_millis(200),
         pick: 0,
     };
-    let mut planned: Vec<Planned> = (0..12).map(cut).collect();
-    planned.insert(4, crash.clone());
-    planned.insert(9, crash);
+    let mut planned: Vec<Planned> = (0..18).map(cut).collect();
+    planned.insert(6, crash.clone());
+    planned.insert(13, crash);
     Schedule(planned)
 }
 
