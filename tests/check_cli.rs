@@ -89,6 +89,10 @@ fn a_stepped_run_writes_its_history_verdict_and_timeline() {
     assert_eq!(verdict["seed"], 30);
     assert_eq!(verdict["timeline"], "timeline.html");
     assert_eq!(verdict["plan"]["origin"]["seed"], 30);
+    assert!(
+        verdict["coverage"].is_null(),
+        "a violation has no linearization to count"
+    );
     assert!(std::fs::read_to_string(page)
         .unwrap()
         .contains("VIOLATION of invariant 1"));
@@ -99,7 +103,18 @@ fn a_stepped_run_writes_its_history_verdict_and_timeline() {
     let (code, err, out) = check_out(&["--mode", "stepped", "--seed", "30", "--history-dir", dir]);
     assert_eq!(code, 0, "{err}\n{out}");
     let run = run_dir(runs.path());
-    assert!(run.join("verdict.json").is_file());
+    let verdict: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("verdict.json")).unwrap()).unwrap();
+    // The pass says which spec branches its linearization took, and which it missed.
+    let coverage = &verdict["coverage"];
+    let (reached, of) = (&coverage["reached"], &coverage["of"]);
+    let missing = coverage["missing"].as_array().expect("missing branches");
+    assert!(reached.as_u64().is_some_and(|n| n > 0), "{coverage}");
+    assert_eq!(
+        reached.as_u64().unwrap() + missing.len() as u64,
+        of.as_u64().unwrap(),
+        "{coverage}"
+    );
     assert!(!run.join("timeline.html").exists());
     assert!(!out.contains("timeline of this verdict"), "{out}");
 }

@@ -331,7 +331,7 @@ impl Outcome {
     /// The checker's verdict the outcome carries, if it carries one.
     pub fn verdict(&self) -> Option<Verdict> {
         match self {
-            Outcome::Linearizable(s) => Some(Verdict::Linearizable(*s)),
+            Outcome::Linearizable(s) => Some(Verdict::Linearizable(s.clone())),
             Outcome::Violation(v) => Some(Verdict::Violation(v.clone())),
             Outcome::Unknown(s) => Some(Verdict::Unknown(s.clone())),
             _ => None,
@@ -350,7 +350,7 @@ impl Outcome {
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Outcome::Linearizable(s) => write!(f, "{}", Verdict::Linearizable(*s)),
+            Outcome::Linearizable(s) => write!(f, "{}", Verdict::Linearizable(s.clone())),
             Outcome::Violation(v) => write!(f, "{v}"),
             Outcome::Stall(s) => write!(f, "{s}"),
             Outcome::Unknown(s) => write!(f, "{}", Verdict::Unknown(s.clone())),
@@ -917,6 +917,10 @@ pub fn verdict_json_of(
             Value::Null,
         ),
     };
+    let coverage = match &report.outcome {
+        Outcome::Linearizable(s) => s.coverage.to_json(),
+        _ => Value::Null,
+    };
     let (partitions, states) = match &report.outcome {
         Outcome::Linearizable(s) => (json!(s.partitions), json!(s.states)),
         Outcome::Unknown(s) => (json!(s.stats.partitions), json!(s.stats.states)),
@@ -945,6 +949,7 @@ pub fn verdict_json_of(
         "explanation": explanation,
         "diagnosis": diagnosis,
         "found_by": found_by,
+        "coverage": coverage,
         "figures": {
             "ops": f.ops,
             "ops_per_s": f.ops_per_s(),

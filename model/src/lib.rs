@@ -18,6 +18,7 @@
 //! - [`mutation`]: the negative controls; [`invariant`]: the 11 invariants.
 
 pub mod algo_model;
+pub mod branch;
 pub mod check;
 pub mod checker;
 pub mod exit;

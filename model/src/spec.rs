@@ -14,6 +14,7 @@
 //! A [`Spec`] carries a [`Mutation`]; [`Mutation::None`] is the correct semantics, the others
 //! are the negative controls.
 
+use crate::branch::Branch;
 use crate::invariant::Invariant;
 use crate::mutation::Mutation;
 use crate::time::{Interval, Span, Ts, Window};
@@ -522,6 +523,9 @@ pub struct Judgement<K: Ord, O> {
     pub writes: bool,
     /// The earliest server instant the operation can have taken effect at.
     pub at: Ts,
+    /// The spec branch it took (`None`: an unknown outcome that had no effect, a failed
+    /// call other than a cancelled wait, an injected lapse).
+    pub branch: Option<Branch>,
 }
 
 /// The lease semantics, possibly mutated.
@@ -626,7 +630,7 @@ impl Effect {
 /// One way an operation can take effect: an expiry judgement, the interval of effective
 /// times consistent with it, and the effect.
 #[derive(Clone, Copy, Debug)]
-struct Branch {
+struct Way {
     judged: Judged,
     teff: (Ts, Ts),
     effect: Effect,
@@ -753,7 +757,7 @@ impl Spec {
         op: &KeyOp<'_, O>,
         span: Span,
         not_before: Ts,
-    ) -> Vec<Branch> {
+    ) -> Vec<Way> {
         let (t0, t1) = (span.t0(), span.t1());
         let from = t0.max(not_before);
         let mut judgements = Vec::with_capacity(2);
@@ -782,7 +786,7 @@ impl Spec {
                 }
             }
             if teff.0 <= teff.1 {
-                out.push(Branch {
+                out.push(Way {
                     judged,
                     teff,
                     effect,
@@ -797,7 +801,7 @@ impl Spec {
         &self,
         st: &KeyState<O>,
         op: &KeyOp<'_, O>,
-        branch: &Branch,
+        branch: &Way,
     ) -> (Expected<O>, KeyState<O>) {
         let (a, b) = branch.teff;
         let narrowed = narrow(st, branch.judged, branch.teff);
@@ -953,7 +957,7 @@ impl Spec {
         };
         let st = store.state(key);
         let judged = Judged::at(&st, t);
-        let branch = Branch {
+        let branch = Way {
             judged,
             teff: (t, t),
             effect: self.decide(&st, &kop, judged),
@@ -986,7 +990,7 @@ impl Spec {
                 if let Some((k, kop)) = key_op(&forced) {
                     let st = store.state(k);
                     let judged = Judged::at(&st, t);
-                    let branch = Branch {
+                    let branch = Way {
                         judged,
                         teff: (t, t),
                         effect: inner.decide(&st, &kop, judged),
@@ -1086,13 +1090,14 @@ impl Spec {
         detail: bool,
     ) -> Result<Vec<Judgement<K, O>>, Mismatch> {
         let text = |f: &dyn Fn() -> String| if detail { f() } else { String::new() };
-        let unchanged = || Judgement {
+        let unchanged = |branch| Judgement {
             store: store.clone(),
             writes: false,
             at: span.t0().max(not_before),
+            branch,
         };
         if *observed == Outcome::Failed {
-            return Ok(vec![unchanged()]);
+            return Ok(vec![unchanged(failed_branch(op))]);
         }
         let violations = op.violations();
         if !violations.is_empty() {
@@ -1101,10 +1106,11 @@ impl Spec {
                 writes: after != *store,
                 store: after,
                 at: span.t0(),
+                branch: invalid_branch(op),
             };
             return match observed {
                 Outcome::InvalidInput => Ok(vec![wrote]),
-                Outcome::Unknown => Ok(dedup(vec![wrote, unchanged()])),
+                Outcome::Unknown => Ok(dedup(vec![wrote, unchanged(None)])),
                 other => Err(Mismatch {
                     invariant: Invariant::FailClosed,
                     detail: text(&|| {
@@ -1145,12 +1151,13 @@ impl Spec {
                     store: next,
                     writes: b.effect.writes() || b.effect == Effect::ExpireNow,
                     at,
+                    branch: branch_of(&st, &kop, b),
                 });
             }
             expected.push(exp);
         }
         if *observed == Outcome::Unknown {
-            out.push(unchanged());
+            out.push(unchanged(None));
         }
         if out.is_empty() {
             let early_timeout = match &kop {
@@ -1332,7 +1339,7 @@ fn narrow<O: Clone>(st: &KeyState<O>, judged: Judged, teff: (Ts, Ts)) -> KeyStat
 /// effective times that the observation allows; `None` when it does not match.
 fn settle<O: Name>(
     kop: &KeyOp<'_, O>,
-    branch: &Branch,
+    branch: &Way,
     exp: &Expected<O>,
     new: KeyState<O>,
     observed: &Outcome<O>,
@@ -1461,7 +1468,64 @@ fn dedup<T: PartialEq>(v: Vec<T>) -> Vec<T> {
 }
 
 /// The invariant an impossible observation most directly contradicts.
-fn classify<K, O>(op: &Op<K, O>, branches: &[Branch], observed: &Outcome<O>) -> Invariant {
+/// The branch `way` of `kop` on `st` is.
+fn branch_of<O: Name>(st: &KeyState<O>, kop: &KeyOp<'_, O>, way: &Way) -> Option<Branch> {
+    use Branch as B;
+    let status = |s: Status, not_owner, lapsed, stale| match s {
+        Status::NotOwner => not_owner,
+        Status::Lapsed => lapsed,
+        // a mutant's Ok status that did not extend reads as a mismatch (see `realize`)
+        Status::EpochMismatch | Status::Ok => stale,
+    };
+    Some(match (kop, way.effect) {
+        (KeyOp::Acquire { .. }, Effect::Idempotent) => B::AcquireIdempotent,
+        (KeyOp::Acquire { .. }, Effect::Busy) if kop.is_blocking() => B::AcquireWaitTimedOut,
+        (KeyOp::Acquire { .. }, Effect::Busy) => B::AcquireDenied,
+        (KeyOp::Acquire { .. }, Effect::Grant(_)) if kop.is_blocking() => B::AcquireWaitGranted,
+        (KeyOp::Acquire { .. }, Effect::Grant(_)) => match st {
+            KeyState::NeverLeased => B::AcquireFirstGrant,
+            KeyState::Free { .. } => B::AcquireAfterRelease,
+            KeyState::Held { .. } => B::AcquireTakeover,
+        },
+        (KeyOp::Renew { .. }, Effect::Extend(_)) => B::RenewOk,
+        (KeyOp::Renew { .. }, Effect::Status(s)) => {
+            status(s, B::RenewNotOwner, B::RenewLapsed, B::RenewStaleEpoch)
+        }
+        (KeyOp::Release { .. }, Effect::Free(_) | Effect::Forget) => B::ReleaseOk,
+        (KeyOp::Release { .. }, Effect::Status(s)) => status(
+            s,
+            B::ReleaseNotOwner,
+            B::ReleaseLapsed,
+            B::ReleaseStaleEpoch,
+        ),
+        (KeyOp::Inspect, Effect::NoRow) => B::InspectNeverLeased,
+        (KeyOp::Inspect, Effect::HeldRow) => B::InspectLive,
+        (KeyOp::Inspect, Effect::FreeRow) => match st {
+            KeyState::Held { .. } => B::InspectLapsed,
+            _ => B::InspectFree,
+        },
+        _ => return None,
+    })
+}
+
+/// The branch of a call rejected as invalid input.
+fn invalid_branch<K, O>(op: &Op<K, O>) -> Option<Branch> {
+    match op {
+        Op::Acquire { .. } => Some(Branch::AcquireInvalid),
+        Op::Renew { .. } => Some(Branch::RenewInvalid),
+        Op::Release { .. } => Some(Branch::ReleaseInvalid),
+        Op::Inspect { .. } => Some(Branch::InspectInvalid),
+        Op::Expire { .. } => None,
+    }
+}
+
+/// The branch of a call that failed without effect: a cancelled wait, or none.
+fn failed_branch<K, O>(op: &Op<K, O>) -> Option<Branch> {
+    let blocking = matches!(op, Op::Acquire { wait: Some(w), .. } if w.is_positive());
+    blocking.then_some(Branch::AcquireWaitCancelled)
+}
+
+fn classify<K, O>(op: &Op<K, O>, branches: &[Way], observed: &Outcome<O>) -> Invariant {
     let any = |f: &dyn Fn(&Effect) -> bool| branches.iter().any(|b| f(&b.effect));
     // The branch whose effective times overlap the time a reported expiry implies.
     let at_reported = |ttl: &Option<Interval>, r: Ts| -> Option<Effect> {

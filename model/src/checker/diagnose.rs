@@ -51,7 +51,7 @@ pub(crate) fn diagnose(
             part: target,
         };
         let mut meter = Meter::new(per);
-        if let Outcome::Linearizable = search(cx, &mut meter) {
+        if let Outcome::Linearizable(_) = search(cx, &mut meter) {
             explaining.push(m);
         }
     }

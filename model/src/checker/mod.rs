@@ -14,6 +14,7 @@
 //!
 //! The verdict is three-valued: a spent budget is [`Verdict::Unknown`], never a pass.
 
+mod coverage;
 mod diagnose;
 mod explain;
 mod fire;
@@ -24,6 +25,7 @@ mod resolved;
 mod search;
 pub mod state;
 
+pub use coverage::{Coverage, Tally};
 pub use explain::describe_call;
 pub use partition::{merge, partition, Entry, EntryKind, Partition, Windows};
 pub use resolved::{patched, resolution, Resolved};
@@ -32,6 +34,7 @@ pub use state::{PState, Reject};
 use crate::history::{History, OpId, TxnId};
 use crate::invariant::Invariant;
 use crate::spec::Spec;
+use std::collections::BTreeSet;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -164,7 +167,7 @@ impl fmt::Display for Violation {
 }
 
 /// Figures of a check.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     pub ops: usize,
     pub partitions: usize,
@@ -175,6 +178,8 @@ pub struct Stats {
     pub elapsed: Duration,
     /// The lost calls the history's wal line resolved (`None`: it has none).
     pub resolved: Option<Resolved>,
+    /// The spec branches the linearization took (empty unless linearizable).
+    pub coverage: Coverage,
 }
 
 /// Which budget ran out.
@@ -270,13 +275,14 @@ impl fmt::Display for Verdict {
             Verdict::Linearizable(s) => write!(
                 f,
                 "LINEARIZABLE: {} ops in {} partitions, {} search states (about {} at \
-                 most), {:.3?}{}",
+                 most), {:.3?}{}{}",
                 s.ops,
                 s.partitions,
                 s.states,
                 fmt_bytes(s.bytes),
                 s.elapsed,
-                resolved_note(s.resolved)
+                resolved_note(s.resolved),
+                coverage_note(&s.coverage)
             ),
             Verdict::Violation(v) => write!(f, "{v}"),
             Verdict::Unknown(s) => write!(
@@ -294,6 +300,19 @@ impl fmt::Display for Verdict {
             .and_then(|()| f.write_str(&resolved_note(s.stats.resolved))),
         }
     }
+}
+
+/// `; its linearization took N of the spec's M branches` (and why the count may be short).
+fn coverage_note(c: &Coverage) -> String {
+    let partial = match c.partial {
+        true => " (the budget ran out while counting: some keys not counted)",
+        false => "",
+    };
+    format!(
+        "; its linearization took {} of the spec's {} branches{partial}",
+        c.reached(),
+        crate::branch::Branch::ALL.len()
+    )
 }
 
 /// `; the write-ahead log resolved ...` for a history with a wal line and lost calls, else
@@ -409,7 +428,14 @@ pub fn check(history: &History, options: &CheckOptions) -> Verdict {
     match patched(history) {
         Some((resolved_history, resolution)) => {
             let resolved = Some(Resolved::from(&resolution));
-            let mut verdict = check_as_recorded(&resolved_history, options);
+            let found: BTreeSet<usize> = resolved_history
+                .ops
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| resolution.took_effect.contains_key(&o.id))
+                .map(|(i, _)| i)
+                .collect();
+            let mut verdict = check_as_recorded(&resolved_history, options, &found);
             match &mut verdict {
                 Verdict::Linearizable(stats) => stats.resolved = resolved,
                 Verdict::Unknown(spent) => spent.stats.resolved = resolved,
@@ -420,11 +446,17 @@ pub fn check(history: &History, options: &CheckOptions) -> Verdict {
             }
             verdict
         }
-        None => check_as_recorded(history, options),
+        None => check_as_recorded(history, options, &BTreeSet::new()),
     }
 }
 
-fn check_as_recorded(history: &History, options: &CheckOptions) -> Verdict {
+/// Judges `history` as it stands; `resolved` holds the indices of its ops that are lost
+/// calls the write-ahead log found committed (for the coverage).
+fn check_as_recorded(
+    history: &History,
+    options: &CheckOptions,
+    resolved: &BTreeSet<usize>,
+) -> Verdict {
     let mut meter = Meter::new(options.budget);
     let prepared = intern::Prepared::new(history);
     let windows = Windows::derive(history);
@@ -436,7 +468,9 @@ fn check_as_recorded(history: &History, options: &CheckOptions) -> Verdict {
         bytes: meter.peak,
         elapsed: meter.start.elapsed(),
         resolved: None,
+        coverage: Coverage::default(),
     };
+    let mut covered = Coverage::default();
     if options.prechecks {
         for part in &parts {
             if let Some(v) = precheck::run(&options.spec, history, part) {
@@ -454,7 +488,12 @@ fn check_as_recorded(history: &History, options: &CheckOptions) -> Verdict {
             part,
         };
         match search::search(cx, &mut meter) {
-            search::Outcome::Linearizable => {}
+            search::Outcome::Linearizable(witness) => {
+                match coverage::of(cx, &witness, resolved, &mut meter) {
+                    Some(c) => covered.merge(&c),
+                    None => covered.partial = true,
+                }
+            }
             search::Outcome::Violation(d) => {
                 let v = explain::violation(cx, &d, meter.remaining());
                 return Verdict::Violation(Box::new(diagnosed(
@@ -470,7 +509,10 @@ fn check_as_recorded(history: &History, options: &CheckOptions) -> Verdict {
             }
         }
     }
-    Verdict::Linearizable(stats(&meter))
+    Verdict::Linearizable(Stats {
+        coverage: covered,
+        ..stats(&meter)
+    })
 }
 
 /// `v` with the known bug class that explains its partition, if diagnosis is on and finds

@@ -51,7 +51,7 @@ impl Hasher for Fx {
 }
 
 /// A set of possible states, shared between the memo and the search's frames.
-type States = Rc<Vec<PState>>;
+pub(crate) type States = Rc<Vec<PState>>;
 
 /// The memo: placed sets (run-length coded: a placed set is mostly long runs) with their
 /// states.
@@ -83,11 +83,16 @@ impl Runs {
 }
 
 pub(crate) enum Outcome {
-    Linearizable,
+    /// The linearization found: each placed entry with the states before it.
+    Linearizable(Witness),
     /// No linearization: the deepest point the search reached.
     Violation(Box<Deepest>),
     Exhausted(Exhausted),
 }
+
+/// A linearization: the entries placed, in order, each with the states before it
+/// (entries with no return that became pending are not in it).
+pub(crate) struct Witness(pub(crate) Vec<(usize, States)>);
 
 /// A set of entry indices.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -344,7 +349,11 @@ fn run(s: &mut Search<'_>, meter: &mut Meter) -> Outcome {
         }
         let Some(blocking) = s.unplaced.first_to_return() else {
             // only entries without a return are left, all pending: they may never fire
-            return Outcome::Linearizable;
+            let placed = frames.iter().filter_map(|f| f.placed.as_ref());
+            let steps = placed
+                .map(|(i, _, before)| (*i, Rc::clone(before)))
+                .collect();
+            return Outcome::Linearizable(Witness(steps));
         };
         let mut placed = None;
         while cur.next < cur.candidates.len() {

@@ -243,6 +243,22 @@ struct Call<'a> {
     outcome: &'a Outcome<Sym>,
 }
 
+/// The spec branches entry `i` (an op) may have taken from `state`, as [`apply`] judges it
+/// (none for other entries, or when the state does not allow it).
+pub(crate) fn branches(cx: Ctx<'_>, i: usize, state: &PState) -> Vec<crate::branch::Branch> {
+    let entry = &cx.part.entries[i];
+    let EntryKind::Op(o) = entry.kind else {
+        return Vec::new();
+    };
+    let (op, outcome) = &cx.prepared.ops[o];
+    let view = state.view(entry.txn);
+    let floor = state.floor(op.key());
+    cx.spec
+        .judge_from(&view, op, entry.window, floor, outcome, false)
+        .map(|js| js.iter().filter_map(|j| j.branch).collect())
+        .unwrap_or_default()
+}
+
 fn apply_call(
     cx: Ctx<'_>,
     entry: &Entry,
