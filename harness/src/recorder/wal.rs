@@ -197,12 +197,19 @@ impl Decoding {
             }
         }
         let expiries = instants(client, &raw_commits).await?;
+        let mut unreadable_expiry = false;
         for (xid, changes) in raw_commits {
             let changes = changes
                 .into_iter()
-                .map(|(key, raw)| WalChange {
-                    key,
-                    row: raw.map(|r| r.row(&expiries)),
+                .map(|(key, raw)| {
+                    let row = raw.map(|r| r.row(&expiries));
+                    let row = row.map(|r| {
+                        r.unwrap_or_else(|unread| {
+                            unreadable_expiry = true;
+                            unread
+                        })
+                    });
+                    WalChange { key, row }
                 })
                 .collect();
             log.commits.push(WalCommit {
@@ -218,13 +225,6 @@ impl Decoding {
             .filter(|(xid, w)| matches!(w, WalWriter::Txn(_)) && !committed.contains(xid))
             .map(|(_, w)| *w)
             .collect();
-        let unreadable_expiry = log.commits.iter().any(|c| {
-            c.changes.iter().any(|ch| {
-                ch.row
-                    .as_ref()
-                    .is_some_and(|r| r.expires_at == Some(i64::MIN))
-            })
-        });
         if unreadable_expiry {
             log.unreadable
                 .push("an expires_at that is not a finite timestamp".into());
@@ -293,16 +293,19 @@ struct Raw {
 }
 
 impl Raw {
-    /// The row, with its expiry looked up (`i64::MIN` for one the server did not read as a
-    /// finite instant, which makes the log unreadable).
-    fn row(self, expiries: &BTreeMap<String, Option<i64>>) -> WalRow {
-        let expires_at = self
-            .expires_at
-            .map(|t| expiries.get(&t).copied().flatten().unwrap_or(i64::MIN));
-        WalRow {
-            owner: self.owner,
+    /// The row, with its expiry looked up; `Err` with the row without an expiry when the
+    /// server did not read it as a finite instant (which makes the log unreadable).
+    fn row(self, expiries: &BTreeMap<String, Option<i64>>) -> Result<WalRow, WalRow> {
+        let instant = self.expires_at.map(|t| expiries.get(&t).copied().flatten());
+        let row = |expires_at| WalRow {
+            owner: self.owner.clone(),
             epoch: self.epoch,
             expires_at,
+        };
+        match instant {
+            None => Ok(row(None)),
+            Some(Some(t)) => Ok(row(Some(t))),
+            Some(None) => Err(row(None)),
         }
     }
 }

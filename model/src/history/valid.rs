@@ -201,9 +201,10 @@ fn wal_claims(h: &History) -> Result<(), ValidationError> {
     let mut seen = BTreeSet::new();
     for (commit, c) in wal.commits.iter().enumerate() {
         let Some(by) = c.by else { continue };
-        let (writer, exists) = match by {
-            WalWriter::Op(id) => (format!("op {id}"), autocommit.contains(&id)),
-            WalWriter::Txn(id) => (format!("txn {id}"), txns.contains(&id)),
+        let writer = by.to_string();
+        let exists = match by {
+            WalWriter::Op(id) => autocommit.contains(&id),
+            WalWriter::Txn(id) => txns.contains(&id),
         };
         let rule = if !exists {
             Rule::UnknownWriter { writer }
@@ -218,10 +219,7 @@ fn wal_claims(h: &History) -> Result<(), ValidationError> {
         });
     }
     for (index, &absent) in wal.absent.iter().enumerate() {
-        let writer = match absent {
-            WalWriter::Op(id) => format!("op {id}"),
-            WalWriter::Txn(id) => format!("txn {id}"),
-        };
+        let writer = absent.to_string();
         let exists = match absent {
             WalWriter::Op(id) => autocommit.contains(&id),
             WalWriter::Txn(id) => txns.contains(&id),

@@ -62,6 +62,15 @@ pub enum WalWriter {
     Txn(TxnId),
 }
 
+impl std::fmt::Display for WalWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WalWriter::Op(id) => write!(f, "op {id}"),
+            WalWriter::Txn(id) => write!(f, "txn {id}"),
+        }
+    }
+}
+
 /// A key's row after a commit.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
