@@ -9,6 +9,8 @@ use crate::gate::Size;
 use harness::campaign::{self, Campaign, Length, Target};
 use harness::fenced::FencedConfig;
 use harness::judgement::Judgement;
+use model::branch::Branch;
+use model::checker::Coverage;
 use model::Budget;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,14 +33,18 @@ pub(super) async fn free_campaigns(ctx: &Ctx<'_>) -> SuiteResult {
     let start = Instant::now();
     let (campaigns, ops) = sized(ctx.size);
     let mut checks = Vec::new();
+    let mut covered = Coverage::default();
     for k in 0..campaigns {
-        let check = one_campaign(ctx, ctx.seed.wrapping_add(k), ops).await;
+        let (check, coverage) = one_campaign(ctx, ctx.seed.wrapping_add(k), ops).await;
         let stop = check.status != crate::gate::outcome::Status::Passed;
         checks.push(check);
         if stop {
             return SuiteResult::of("campaign", checks, start.elapsed());
         }
+        covered.merge(&coverage.unwrap_or_default());
     }
+    ctx.say("campaign", &taken(&covered));
+    checks.push(branches_check(&covered, start.elapsed()));
     checks.push(fenced(ctx).await);
     SuiteResult::of("campaign", checks, start.elapsed())
 }
@@ -57,14 +63,15 @@ fn name(workload: &harness::workload::Workload, ops: u64, seed: u64) -> String {
     format!("{processes} processes x {keys} keys, {ops} ops, seed {seed}")
 }
 
-/// One check per campaign, of seeds S, S+1, ..., then the fenced resource.
+/// One check per campaign, of seeds S, S+1, ..., the branches they took, then the fenced
+/// resource.
 pub(super) fn checks(listing: &Listing<'_>) -> Vec<Planned> {
     let (campaigns, ops) = sized(listing.size);
     let workload = harness::workload::Workload::shared_owners();
     let seeds = (0..campaigns).map(|k| listing.seed.wrapping_add(k));
     let names = seeds.map(|seed| name(&workload, ops, seed));
     let fenced = FencedConfig::short(Target::PgLease, true, listing.seed);
-    let names = names.chain([fenced_name(&fenced)]);
+    let names = names.chain([BRANCHES_CHECK.to_string(), fenced_name(&fenced)]);
     names.map(Planned::on_connection).collect()
 }
 
@@ -95,7 +102,57 @@ async fn fenced(ctx: &Ctx<'_>) -> CheckResult {
     bounded(ctx, &name, FENCED_TIMEOUT, run).await
 }
 
-async fn one_campaign(ctx: &Ctx<'_>, seed: u64, ops: u64) -> CheckResult {
+/// The check that the campaigns reached the branches a pass must have exercised.
+const BRANCHES_CHECK: &str = "spec branches the campaigns took";
+
+/// Branches every passing run of the campaigns must have taken: without them a pass says
+/// nothing about grants, takeovers of lapsed leases, contention, renewals, releases and
+/// reads of a live lease (each is reached hundreds of times in a quick run here).
+const REQUIRED: [Branch; 6] = [
+    Branch::AcquireFirstGrant,
+    Branch::AcquireTakeover,
+    Branch::AcquireDenied,
+    Branch::RenewOk,
+    Branch::ReleaseOk,
+    Branch::InspectLive,
+];
+
+/// `took N of the spec's M branches (never: ...)`.
+fn taken(c: &Coverage) -> String {
+    let missing: Vec<&str> = c.missing().into_iter().map(Branch::name).collect();
+    format!(
+        "their linearizations took {} of the spec's {} branches (never: {})",
+        c.reached(),
+        Branch::ALL.len(),
+        if missing.is_empty() { "none".to_string() } else { missing.join(", ") }
+    )
+}
+
+/// Passed when the campaigns took every [`REQUIRED`] branch, else no verdict: the run
+/// cannot say the build handles what it never exercised.
+fn branches_check(c: &Coverage, elapsed: Duration) -> CheckResult {
+    let missed: Vec<&str> = REQUIRED
+        .iter()
+        .filter(|b| !c.branches.contains_key(b))
+        .map(|b| b.name())
+        .collect();
+    if missed.is_empty() {
+        return CheckResult {
+            message: taken(c),
+            ..CheckResult::passed(BRANCHES_CHECK, elapsed)
+        };
+    }
+    let why = format!(
+        "the campaigns passed but never took the required branch(es) {}: {}; a pass would \
+         say nothing about them (run the full size, or other seeds)",
+        missed.join(", "),
+        taken(c)
+    );
+    CheckResult::infrastructure(BRANCHES_CHECK, why, elapsed)
+}
+
+/// One campaign's check, and the branches its linearization took when it passed.
+async fn one_campaign(ctx: &Ctx<'_>, seed: u64, ops: u64) -> (CheckResult, Option<Coverage>) {
     let start = Instant::now();
     let dir = ctx.out_dir.join(format!("campaign-seed-{seed}"));
     let campaign = Campaign {
@@ -110,8 +167,12 @@ async fn one_campaign(ctx: &Ctx<'_>, seed: u64, ops: u64) -> CheckResult {
     };
     let name = name(&campaign.workload, ops, seed);
     ctx.say("campaign", &name);
+    let coverage = std::sync::Mutex::new(None);
     let run = async {
         let report = campaign::run(ctx.cluster, &campaign, Arc::new(campaign::Silent)).await;
+        if let campaign::Outcome::Linearizable(stats) = &report.outcome {
+            *coverage.lock().unwrap_or_else(|p| p.into_inner()) = Some(stats.coverage.clone());
+        }
         let verdict = report.outcome.verdict();
         let timeline = report.history.as_ref().zip(verdict.as_ref()).map(|(h, v)| {
             let page = harness::timeline::render(h, v, &format!("campaign {name}"));
@@ -119,5 +180,63 @@ async fn one_campaign(ctx: &Ctx<'_>, seed: u64, ops: u64) -> CheckResult {
         });
         judged(&name, &report.outcome, timeline.flatten(), ctx, start)
     };
-    bounded(ctx, &name, CAMPAIGN_TIMEOUT, run).await
+    let check = bounded(ctx, &name, CAMPAIGN_TIMEOUT, run).await;
+    (check, coverage.into_inner().unwrap_or_else(|p| p.into_inner()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::outcome::Status;
+    use model::checker::Tally;
+
+    fn reaching(branches: &[Branch]) -> Coverage {
+        let tally = Tally {
+            calls: 3,
+            ..Tally::default()
+        };
+        Coverage {
+            branches: branches.iter().map(|b| (*b, tally)).collect(),
+            ..Coverage::default()
+        }
+    }
+
+    #[test]
+    fn campaigns_that_took_every_required_branch_pass_saying_how_many() {
+        let check = branches_check(&reaching(&REQUIRED), Duration::ZERO);
+        assert_eq!(check.status, Status::Passed, "{}", check.message);
+        assert!(
+            check.message.starts_with(&format!(
+                "their linearizations took 6 of the spec's {} branches (never: acquire: \
+                 grant after release",
+                Branch::ALL.len()
+            )),
+            "{}",
+            check.message
+        );
+    }
+
+    #[test]
+    fn campaigns_that_never_took_over_a_lapsed_lease_have_no_verdict() {
+        let without: Vec<Branch> = REQUIRED
+            .into_iter()
+            .filter(|b| *b != Branch::AcquireTakeover)
+            .collect();
+        let check = branches_check(&reaching(&without), Duration::ZERO);
+        assert_eq!(check.status, Status::Infrastructure);
+        assert!(
+            check
+                .message
+                .contains("never took the required branch(es) acquire: takeover after lapse:"),
+            "{}",
+            check.message
+        );
+        // Every branch but a required one is still no verdict.
+        let all_but: Vec<Branch> = Branch::ALL
+            .into_iter()
+            .filter(|b| *b != Branch::InspectLive)
+            .collect();
+        let check = branches_check(&reaching(&all_but), Duration::ZERO);
+        assert_eq!(check.status, Status::Infrastructure, "{}", check.message);
+    }
 }
