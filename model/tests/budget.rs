@@ -39,6 +39,9 @@ fn assert_unknown(v: &Verdict, bound: fn(&Exhausted) -> bool, flag: &str) {
     let text = v.to_string();
     assert!(text.contains(flag), "{text}");
     assert!(text.contains(&spent.exhausted.what()), "{text}");
+    // Without a wal line it says how lost calls would resolve.
+    assert!(spent.stats.resolved.is_none());
+    assert!(text.contains("wal_level = logical"), "{text}");
 }
 
 #[test]

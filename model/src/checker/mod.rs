@@ -288,14 +288,21 @@ impl fmt::Display for Verdict {
             Verdict::Unknown(s) => write!(
                 f,
                 "UNKNOWN: the {} ran out while searching keys [{}] ({} ops, {} states so \
-                 far, about {} of them); this is not a pass: raise it with {} (or resolve \
-                 unknown outcomes)",
+                 far, about {} of them); this is not a pass: raise it with {}{}",
                 s.exhausted.what(),
                 explain::quoted_list(&s.keys),
                 s.stats.ops,
                 s.stats.states,
                 fmt_bytes(s.stats.bytes),
-                s.exhausted.flag()
+                s.exhausted.flag(),
+                match s.stats.resolved {
+                    // lost calls are what makes a search large: say how they resolve
+                    None =>
+                        " (or record the lease table's commits so that lost calls \
+                             resolve: a campaign on a server with wal_level = logical writes \
+                             them as the history's wal line, specs/HISTORY.md)",
+                    Some(_) => "",
+                }
             )
             .and_then(|()| f.write_str(&resolved_note(s.stats.resolved))),
         }
