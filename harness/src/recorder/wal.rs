@@ -197,19 +197,20 @@ impl Decoding {
             }
         }
         let expiries = instants(client, &raw_commits).await?;
-        let mut unreadable_expiry = false;
+        let unreadable_expiry = raw_commits
+            .iter()
+            .flat_map(|(_, changes)| changes.values().flatten())
+            .any(|raw| {
+                raw.expires_at
+                    .as_ref()
+                    .is_some_and(|t| expiries.get(t).copied().flatten().is_none())
+            });
         for (xid, changes) in raw_commits {
             let changes = changes
                 .into_iter()
-                .map(|(key, raw)| {
-                    let row = raw.map(|r| r.row(&expiries));
-                    let row = row.map(|r| {
-                        r.unwrap_or_else(|unread| {
-                            unreadable_expiry = true;
-                            unread
-                        })
-                    });
-                    WalChange { key, row }
+                .map(|(key, raw)| WalChange {
+                    key,
+                    row: raw.map(|r| r.row(&expiries)),
                 })
                 .collect();
             log.commits.push(WalCommit {
@@ -293,19 +294,15 @@ struct Raw {
 }
 
 impl Raw {
-    /// The row, with its expiry looked up; `Err` with the row without an expiry when the
-    /// server did not read it as a finite instant (which makes the log unreadable).
-    fn row(self, expiries: &BTreeMap<String, Option<i64>>) -> Result<WalRow, WalRow> {
-        let instant = self.expires_at.map(|t| expiries.get(&t).copied().flatten());
-        let row = |expires_at| WalRow {
-            owner: self.owner.clone(),
+    /// The row, with its expiry looked up (none for one the server did not read as a finite
+    /// instant: such an expiry makes the whole log unreadable, see `commits`).
+    fn row(self, expiries: &BTreeMap<String, Option<i64>>) -> WalRow {
+        WalRow {
+            owner: self.owner,
             epoch: self.epoch,
-            expires_at,
-        };
-        match instant {
-            None => Ok(row(None)),
-            Some(Some(t)) => Ok(row(Some(t))),
-            Some(None) => Err(row(None)),
+            expires_at: self
+                .expires_at
+                .and_then(|t| expiries.get(&t).copied().flatten()),
         }
     }
 }

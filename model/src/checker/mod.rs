@@ -311,9 +311,10 @@ impl fmt::Display for Verdict {
 
 /// `; its linearization took N of the spec's M branches` (and why the count may be short).
 fn coverage_note(c: &Coverage) -> String {
-    let partial = match c.partial {
-        true => " (the budget ran out while counting: some keys not counted)",
-        false => "",
+    let partial = if c.partial {
+        " (the budget ran out while counting: some keys not counted)"
+    } else {
+        ""
     };
     format!(
         "; its linearization took {} of the spec's {} branches{partial}",
