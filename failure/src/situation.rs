@@ -5,6 +5,7 @@
 
 use crate::builds::BrokenBuild;
 use crate::server::Stop;
+use model::branch::Branch;
 use model::Invariant;
 
 /// What a fault's check drives (its record's [`crate::fault::Spec::situation`]).
@@ -159,6 +160,71 @@ pub enum CampaignPlan {
     Blackhole,
     /// Sixteen lapses of live leases, each followed by whoever takes the key over.
     Lapses,
+}
+
+/// What the first answered call on a key after one of a campaign check's faults must have
+/// found at least once (the checker's coverage counts those calls apart): else no call
+/// after its faults read what the check defends, and its pass would prove nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FollowedBy {
+    /// The branches such a call may take.
+    pub branches: &'static [Branch],
+    /// What a call taking one of them found, for messages.
+    pub found: &'static str,
+}
+
+/// A call whose answer rests on a key's state from before the fault: every branch but
+/// those of a key never leased, invalid input and a cancelled wait (a renew or release
+/// by another owner counts: on these campaigns' keys, each leased before the first fault,
+/// its `not owner` reads the row).
+const FOUND_WRITTEN: FollowedBy = FollowedBy {
+    branches: &[
+        Branch::AcquireAfterRelease,
+        Branch::AcquireTakeover,
+        Branch::AcquireIdempotent,
+        Branch::AcquireDenied,
+        Branch::AcquireWaitGranted,
+        Branch::AcquireWaitTimedOut,
+        Branch::RenewOk,
+        Branch::RenewLapsed,
+        Branch::RenewNotOwner,
+        Branch::RenewStaleEpoch,
+        Branch::ReleaseOk,
+        Branch::ReleaseLapsed,
+        Branch::ReleaseNotOwner,
+        Branch::ReleaseStaleEpoch,
+        Branch::InspectFree,
+        Branch::InspectLive,
+        Branch::InspectLapsed,
+    ],
+    found: "the key's lease state from before the fault",
+};
+
+/// A call on a lapsed key that found the lease lapsed (a waiter granted by it included).
+const FOUND_LAPSED: FollowedBy = FollowedBy {
+    branches: &[
+        Branch::AcquireTakeover,
+        Branch::AcquireWaitGranted,
+        Branch::RenewLapsed,
+        Branch::ReleaseLapsed,
+        Branch::InspectLapsed,
+    ],
+    found: "the lapsed lease",
+};
+
+impl CampaignPlan {
+    /// What the first call on a key after one of the plan's faults must have found at least
+    /// once: the key's state a restart, pause or cut must keep, the lease a lapse ended.
+    pub fn followed_by(self) -> FollowedBy {
+        match self {
+            CampaignPlan::Restarts
+            | CampaignPlan::SyncOffCrashes
+            | CampaignPlan::ServerPauses
+            | CampaignPlan::Cuts
+            | CampaignPlan::Blackhole => FOUND_WRITTEN,
+            CampaignPlan::Lapses => FOUND_LAPSED,
+        }
+    }
 }
 
 /// How a campaign's schedule injects a fault (its record's [`crate::fault::Spec::injection`];

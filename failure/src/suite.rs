@@ -59,6 +59,15 @@ impl CheckRun {
         }
     }
 
+    /// The spec branches a passing check's judged history took (none for a control: its
+    /// history is of a broken build or doctored).
+    pub fn coverage(&self) -> Option<&model::checker::Coverage> {
+        match (self.run, &self.result) {
+            (Run::Check, Ok(passed)) => Some(&passed.coverage),
+            _ => None,
+        }
+    }
+
     /// The one judgement (harness::judgement) of this run: a check's by its result; a
     /// control passes when caught by the failure it names, has no verdict when it could
     /// not run, and is otherwise a finding (about the check: it let the breakage through).

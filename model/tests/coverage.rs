@@ -146,6 +146,67 @@ fn calls_in_a_transaction_and_after_a_restart_are_counted_so() {
     assert_eq!((denied.calls, denied.after_restart), (1, 1));
 }
 
+/// After a restart the first answered call on each key in the linearization counts as
+/// after a fault; after a lapse only the first on its key, and a lapse that found nothing
+/// live counts nothing; after a pause (no effect on state) the first answered call invoked
+/// after it on each key.
+#[test]
+fn the_first_answered_call_on_a_key_after_a_fault_is_counted_so() {
+    let min = 60_000_000;
+    let mut h = H::new();
+    h.op(1, acq("k", "a", ms(60_000)), 10, 20, acquired(1, 15 + min))
+        .restart(100, 200)
+        .op(2, inspect("k"), 300, 310, held("a", 1, 15 + min))
+        .op(2, acq("k", "b", ms(60_000)), 320, 330, ok(Outcome::Denied))
+        .op(3, inspect("j"), 400, 410, no_row())
+        .lapse("k", 500, 510)
+        .op(3, inspect("j"), 550, 560, no_row())
+        .op(
+            2,
+            acq("k", "b", ms(60_000)),
+            600,
+            610,
+            acquired(2, 605 + min),
+        )
+        .lapse_applied("j", 700, 710, false)
+        .op(3, inspect("j"), 800, 810, no_row())
+        .op(2, inspect("k"), 820, 830, held("b", 2, 605 + min))
+        .pause(900, 950)
+        .op(2, inspect("k"), 940, 990, held("b", 2, 605 + min))
+        .op(
+            2,
+            renew("k", "b", 2, ms(60_000)),
+            1_000,
+            1_010,
+            renewed(1_005 + min),
+        )
+        .op(
+            3,
+            acq("j", "c", ms(60_000)),
+            1_020,
+            1_030,
+            acquired(1, 1_025 + min),
+        );
+    let c = coverage(&h);
+    let after = |b: Branch| c.branches[&b].after_fault;
+    assert_eq!(after(Branch::InspectLive), 1, "{c:#?}");
+    assert_eq!(
+        after(Branch::AcquireDenied),
+        0,
+        "not the first on k: {c:#?}"
+    );
+    assert_eq!(after(Branch::InspectNeverLeased), 1, "{c:#?}");
+    assert_eq!(c.branches[&Branch::InspectNeverLeased].calls, 3);
+    assert_eq!(after(Branch::AcquireTakeover), 1, "{c:#?}");
+    assert_eq!(
+        after(Branch::AcquireFirstGrant),
+        1,
+        "after the pause: {c:#?}"
+    );
+    assert_eq!(after(Branch::RenewOk), 1, "after the pause: {c:#?}");
+    assert_eq!(c.branches[&Branch::AcquireFirstGrant].calls, 2);
+}
+
 #[test]
 fn the_verdict_line_says_how_many_branches_were_reached() {
     let verdict = check(&one_of_each().build(), &CheckOptions::default());

@@ -210,7 +210,8 @@ pub(super) fn write_page(path: &Path, page: &str) -> Option<PathBuf> {
 }
 
 /// A check result from a campaign outcome: findings fail (naming the invariant), an
-/// unknown verdict or an infrastructure failure is no verdict.
+/// unknown verdict or an infrastructure failure is no verdict; a pass carries the spec
+/// branches its linearization took.
 pub(super) fn judged(
     name: &str,
     outcome: &Outcome,
@@ -220,7 +221,11 @@ pub(super) fn judged(
 ) -> CheckResult {
     let judgement = outcome.judgement();
     let shown = !judgement.is_pass();
-    let mut result = CheckResult::of(name, judgement, start.elapsed());
+    let coverage = match outcome {
+        Outcome::Linearizable(stats) => Some(&stats.coverage),
+        _ => None,
+    };
+    let mut result = CheckResult::of(name, judgement, start.elapsed()).covering(coverage);
     if shown {
         result.timeline = timeline.map(|p| ctx.link(&p));
     }

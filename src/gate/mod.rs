@@ -343,6 +343,7 @@ pub fn run(args: &GateArgs) -> anyhow::Result<i32> {
 pub fn finish(report: Option<&Path>, run: &GateRun) -> anyhow::Result<i32> {
     println!("\n{}", report::table(run));
     print!("{}", report::figures(run));
+    print!("{}", report::coverage_lines(run));
     print!("{}", report::problems(run));
     if let Some(server) = &run.server {
         println!(

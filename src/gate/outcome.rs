@@ -4,7 +4,10 @@
 //! serialised (schema in specs/GATE.md).
 
 use harness::judgement::Judgement;
+use model::branch::Branch;
+use model::checker::Coverage;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// How a check, a suite, a major or the whole gate came out.
@@ -69,6 +72,60 @@ pub struct CheckResult {
     /// A file of the report (relative to its directory) showing the failure: a timeline.
     pub timeline: Option<String>,
     pub seconds: f64,
+    /// The spec branches the check's judged history took, when it judged one and passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Branches>,
+}
+
+/// The spec branches judged histories took: calls per branch name ([`Branch::name`]), the
+/// branches never taken absent. A check's from its checker's coverage; a suite's and a
+/// major's the sums of theirs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Branches(pub BTreeMap<String, u64>);
+
+impl Branches {
+    pub fn of(coverage: &Coverage) -> Branches {
+        let calls = coverage.branches.iter();
+        Branches(
+            calls
+                .map(|(b, t)| (b.name().to_string(), t.calls))
+                .collect(),
+        )
+    }
+
+    /// The sum of `parts`, `None` when none has any.
+    pub fn sum<'a>(parts: impl IntoIterator<Item = Option<&'a Branches>>) -> Option<Branches> {
+        let mut parts = parts.into_iter().flatten().peekable();
+        parts.peek()?;
+        let mut sum = Branches::default();
+        for part in parts {
+            for (name, calls) in &part.0 {
+                *sum.0.entry(name.clone()).or_default() += calls;
+            }
+        }
+        Some(sum)
+    }
+
+    /// The spec's branches never taken, in [`Branch::ALL`]'s order.
+    pub fn missing(&self) -> Vec<&'static str> {
+        let names = Branch::ALL.into_iter().map(Branch::name);
+        names.filter(|n| !self.0.contains_key(*n)).collect()
+    }
+
+    /// `reached N of the spec's M branches (never: ...)`.
+    pub fn line(&self) -> String {
+        let missing = self.missing();
+        format!(
+            "reached {} of the spec's {} branches (never: {})",
+            Branch::ALL.len() - missing.len(),
+            Branch::ALL.len(),
+            if missing.is_empty() {
+                "none".to_string()
+            } else {
+                missing.join(", ")
+            }
+        )
+    }
 }
 
 impl CheckResult {
@@ -80,6 +137,15 @@ impl CheckResult {
             invariant: None,
             timeline: None,
             seconds: elapsed.as_secs_f64(),
+            coverage: None,
+        }
+    }
+
+    /// This result with the branches its judged history took.
+    pub fn covering(self, coverage: Option<&Coverage>) -> CheckResult {
+        CheckResult {
+            coverage: coverage.map(Branches::of),
+            ..self
         }
     }
 
@@ -151,6 +217,9 @@ pub struct SuiteResult {
     /// The latencies the bench suite measured (empty for the other suites).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub figures: Vec<LatencyFigure>,
+    /// The sum of its checks' branches (none when no check judged a history).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Branches>,
 }
 
 /// One latency figure of the bench suite: a workload's op at a client count (the median
@@ -179,6 +248,7 @@ impl SuiteResult {
             suite: suite.to_string(),
             status,
             seconds: elapsed.as_secs_f64(),
+            coverage: Branches::sum(checks.iter().map(|c| c.coverage.as_ref())),
             checks,
             figures: Vec::new(),
         }
@@ -195,6 +265,9 @@ pub struct MajorResult {
     pub backend: String,
     pub status: Status,
     pub suites: Vec<SuiteResult>,
+    /// The sum of its suites' branches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Branches>,
 }
 
 impl MajorResult {
@@ -210,6 +283,7 @@ impl MajorResult {
             postgres,
             backend: backend.to_string(),
             status,
+            coverage: Branches::sum(suites.iter().map(|s| s.coverage.as_ref())),
             suites,
         }
     }
@@ -271,8 +345,8 @@ pub struct ExistingServer {
 }
 
 /// The summary format this build writes (2: the `skipped` status and `server`; 3: `seed`,
-/// `shard` and `merged_shards`).
-pub const SCHEMA: u32 = 3;
+/// `shard` and `merged_shards`; 4: `coverage` of checks, suites and majors).
+pub const SCHEMA: u32 = 4;
 
 impl GateRun {
     /// The status over all majors ([`Status::of_group`]; no major run is an

@@ -2,8 +2,10 @@
 //! (`summary.json`, specs/GATE.md), JUnit XML (`junit.xml`) and a self-contained HTML page
 //! (`index.html`) linking each failure's timeline.
 
+mod coverage;
 use super::outcome::{CheckResult, GateRun, Status, SuiteResult};
 use anyhow::Context;
+pub use coverage::lines as coverage_lines;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -299,6 +301,7 @@ pub fn html(run: &GateRun) -> String {
          <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}\
          td,th{{border:1px solid #999;padding:4px 8px}}.passed{{background:#cfc}}\
          .failed{{background:#fcc}}.infrastructure{{background:#ffd9a0}}.skipped{{background:#ddd}}\
+         .never{{background:#fcc;color:#900}}.reached{{text-align:right}}\
          pre{{background:#f4f4f4;padding:8px;white-space:pre-wrap}}</style></head><body>\n",
         run.status.word()
     );
@@ -350,6 +353,11 @@ pub fn html(run: &GateRun) -> String {
     out.push_str(&html_table(run));
     out.push_str("<h2>Checks that did not pass</h2>\n");
     out.push_str(&html_problems(run));
+    let covered = coverage::html(run);
+    if !covered.is_empty() {
+        out.push_str("<h2>Spec branches the judged histories took (calls)</h2>\n");
+        out.push_str(&covered);
+    }
     let figures = figures(run);
     if !figures.is_empty() {
         let _ = write!(

@@ -4,7 +4,7 @@
 //! with a final inspect of every key, is judged.
 
 use super::rig::{self, Setup};
-use super::{doctor, judge, Breakage, CampaignPlan, CheckFailure, CheckResult, Passed};
+use super::{doctor, judge, Breakage, CampaignPlan, CheckFailure, CheckResult, Judged, Passed};
 use crate::builds::BrokenBuild;
 use crate::fault::Fault;
 use crate::mixed::{self, MixedReport};
@@ -13,6 +13,8 @@ use harness::campaign::{self, Campaign, Length, Silent, Target};
 use harness::extension::ExtensionFiles;
 use harness::pg::PgInstall;
 use harness::workload::Workload;
+use model::branch::Branch;
+use model::checker::Coverage;
 use model::{History, Interval, NemesisEffect, Op, OpResult, Outcome};
 use std::sync::Arc;
 use std::time::Duration;
@@ -221,8 +223,11 @@ fn judged(
             e.to_string(),
         )));
     }
-    let evidence = evidence(fault, kind, &history, &mixed)?;
-    let verdict = match breakage {
+    let mut evidence = evidence(fault, kind, &history, &mixed)?;
+    if let campaign::Outcome::Linearizable(stats) = &mixed.report.outcome {
+        evidence.push(followed(fault, kind, &stats.coverage)?);
+    }
+    let judged = match breakage {
         Some(Breakage::Doctored(d)) => {
             if !doctor(&mut history, d) {
                 return Err(CheckFailure::Infrastructure(
@@ -240,21 +245,52 @@ fn judged(
     Ok(Passed {
         fault,
         postgres: mixed.report.postgres,
-        verdict,
+        verdict: judged.verdict,
         evidence,
         history: Some(history),
+        coverage: judged.coverage,
     })
 }
 
-/// The campaign checker's verdict line, or the failure it found.
-fn verdict_of(outcome: campaign::Outcome) -> Result<String, CheckFailure> {
+/// The campaign checker's verdict line and coverage, or the failure it found.
+fn verdict_of(outcome: campaign::Outcome) -> Result<Judged, CheckFailure> {
     match outcome {
-        campaign::Outcome::Linearizable(_) => Ok(outcome.to_string()),
+        campaign::Outcome::Linearizable(ref stats) => Ok(Judged {
+            coverage: stats.coverage.clone(),
+            verdict: outcome.to_string(),
+        }),
         campaign::Outcome::Violation(v) => Err(CheckFailure::Violation(v)),
         campaign::Outcome::Infrastructure(e) => Err(CheckFailure::Infrastructure(e.into())),
         other @ campaign::Outcome::Unknown(_) => Err(CheckFailure::Unknown(other.to_string())),
         other => Err(CheckFailure::Unexpected(other.to_string())),
     }
+}
+
+/// The line saying what the first calls after the faults found, or not injected when none
+/// found what `kind`'s faults must be followed by ([`CampaignPlan::followed_by`]).
+fn followed(fault: Fault, kind: CampaignPlan, coverage: &Coverage) -> Result<String, CheckFailure> {
+    let wanted = kind.followed_by();
+    let firsts = |b: &Branch| coverage.branches.get(b).map_or(0, |t| t.after_fault);
+    let all: u64 = coverage.branches.values().map(|t| t.after_fault).sum();
+    let found: u64 = wanted.branches.iter().map(firsts).sum();
+    let line = format!(
+        "{all} first calls on a key after a fault, {found} of which found {}",
+        wanted.found
+    );
+    if found > 0 {
+        return Ok(line);
+    }
+    let partial = if coverage.partial {
+        " (the count is partial: the checker's budget ran out while counting)"
+    } else {
+        ""
+    };
+    Err(CheckFailure::Infrastructure(
+        crate::FaultError::not_injected(
+            fault.name(),
+            format!("no call after its faults read what the check defends: {line}{partial}"),
+        ),
+    ))
 }
 
 /// The processes of `fault`'s campaign under `kind` (a session that reconnected shows as
@@ -413,4 +449,54 @@ fn evidence(
         lines.push(line);
     }
     Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::checker::Tally;
+
+    fn firsts(branches: &[(Branch, u64)]) -> Coverage {
+        let tally = |after_fault| Tally {
+            calls: 5,
+            after_fault,
+            ..Tally::default()
+        };
+        Coverage {
+            branches: branches.iter().map(|(b, n)| (*b, tally(*n))).collect(),
+            ..Coverage::default()
+        }
+    }
+
+    #[test]
+    fn a_restart_followed_by_a_read_of_a_live_lease_covers_the_check() {
+        let c = firsts(&[(Branch::InspectNeverLeased, 1), (Branch::InspectLive, 2)]);
+        let line = followed(Fault::Crash, CampaignPlan::Restarts, &c).expect("covered");
+        assert_eq!(
+            line,
+            "3 first calls on a key after a fault, 2 of which found the key's lease state \
+             from before the fault"
+        );
+    }
+
+    #[test]
+    fn faults_followed_only_by_calls_that_found_nothing_they_defend_have_no_verdict() {
+        // After a restart: only keys never leased, and a live lease reached later.
+        let c = firsts(&[(Branch::InspectNeverLeased, 2), (Branch::InspectLive, 0)]);
+        let Err(CheckFailure::Infrastructure(e)) =
+            followed(Fault::Crash, CampaignPlan::Restarts, &c)
+        else {
+            panic!("covered");
+        };
+        assert!(
+            e.to_string()
+                .contains("no call after its faults read what the check defends"),
+            "{e}"
+        );
+        // After lapses: grants and live reads, but no call found a lease lapsed.
+        let c = firsts(&[(Branch::AcquireDenied, 3), (Branch::InspectLive, 1)]);
+        assert!(followed(Fault::Lapse, CampaignPlan::Lapses, &c).is_err());
+        let c = firsts(&[(Branch::AcquireDenied, 3), (Branch::AcquireTakeover, 1)]);
+        assert!(followed(Fault::Lapse, CampaignPlan::Lapses, &c).is_ok());
+    }
 }

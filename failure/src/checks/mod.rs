@@ -26,6 +26,7 @@ use crate::fault::Fault;
 use harness::extension::ExtensionFiles;
 use harness::judgement::{Cause, Judgement};
 use harness::pg::PgInstall;
+use model::checker::Coverage;
 use model::checker::Violation;
 use model::{History, Verdict};
 use std::fmt;
@@ -40,6 +41,14 @@ pub struct Passed {
     /// What the fault hit and what the situation showed.
     pub evidence: Vec<String>,
     pub history: Option<History>,
+    /// The spec branches the judged history's linearization took.
+    pub coverage: Coverage,
+}
+
+/// A linearizable history's verdict line and the branches its linearization took.
+pub(crate) struct Judged {
+    pub verdict: String,
+    pub coverage: Coverage,
 }
 
 /// Why a check did not pass.
@@ -193,17 +202,18 @@ pub fn doctored_control(fault: Fault, passed: &Passed) -> Option<CheckResult> {
         )
         .into()));
     }
-    Some(judge(&history).map(|verdict| Passed {
+    Some(judge(&history).map(|judged| Passed {
         fault,
         postgres: passed.postgres.clone(),
-        verdict,
+        verdict: judged.verdict,
         evidence: vec![format!("{d:?} applied to the check's history")],
         history: Some(history),
+        coverage: judged.coverage,
     }))
 }
 
 /// Judges `history`; linearizable or the failure.
-pub(crate) fn judge(history: &History) -> Result<String, CheckFailure> {
+pub(crate) fn judge(history: &History) -> Result<Judged, CheckFailure> {
     let options = model::CheckOptions {
         budget: model::Budget {
             time: Some(std::time::Duration::from_secs(60)),
@@ -213,7 +223,10 @@ pub(crate) fn judge(history: &History) -> Result<String, CheckFailure> {
         ..model::CheckOptions::default()
     };
     match model::checker::check(history, &options) {
-        Verdict::Linearizable(s) => Ok(Verdict::Linearizable(s).to_string()),
+        Verdict::Linearizable(s) => Ok(Judged {
+            coverage: s.coverage.clone(),
+            verdict: Verdict::Linearizable(s).to_string(),
+        }),
         Verdict::Violation(v) => Err(CheckFailure::Violation(v)),
         unknown @ Verdict::Unknown(_) => Err(CheckFailure::Unknown(unknown.to_string())),
     }
@@ -451,8 +464,7 @@ mod tests {
 
     #[test]
     fn the_history_before_doctoring_is_linearizable() {
-        let verdict = judge(&history("w0"));
-        assert!(verdict.is_ok(), "{verdict:?}");
+        assert!(judge(&history("w0")).is_ok());
     }
 
     /// The takeover's owner later re-acquires, releases and is granted again: left in,

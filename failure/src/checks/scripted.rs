@@ -69,12 +69,13 @@ pub(super) async fn run(
             .into());
         }
     }
-    let verdict = judge(&history)?;
+    let judged = judge(&history)?;
     Ok(Passed {
         fault,
         postgres,
-        verdict,
+        verdict: judged.verdict,
         evidence,
         history: Some(history),
+        coverage: judged.coverage,
     })
 }

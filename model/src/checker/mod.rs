@@ -443,7 +443,7 @@ pub fn check(history: &History, options: &CheckOptions) -> Verdict {
                 .filter(|(_, o)| resolution.took_effect.contains_key(&o.id))
                 .map(|(i, _)| i)
                 .collect();
-            let mut verdict = check_as_recorded(&resolved_history, options, &found);
+            let mut verdict = check_as_recorded(&resolved_history, options, found);
             match &mut verdict {
                 Verdict::Linearizable(stats) => stats.resolved = resolved,
                 Verdict::Unknown(spent) => spent.stats.resolved = resolved,
@@ -454,7 +454,7 @@ pub fn check(history: &History, options: &CheckOptions) -> Verdict {
             }
             verdict
         }
-        None => check_as_recorded(history, options, &BTreeSet::new()),
+        None => check_as_recorded(history, options, BTreeSet::new()),
     }
 }
 
@@ -463,8 +463,9 @@ pub fn check(history: &History, options: &CheckOptions) -> Verdict {
 fn check_as_recorded(
     history: &History,
     options: &CheckOptions,
-    resolved: &BTreeSet<usize>,
+    resolved: BTreeSet<usize>,
 ) -> Verdict {
+    let marks = coverage::Marks::of(history, resolved);
     let mut meter = Meter::new(options.budget);
     let prepared = intern::Prepared::new(history);
     let windows = Windows::derive(history);
@@ -497,7 +498,7 @@ fn check_as_recorded(
         };
         match search::search(cx, &mut meter) {
             search::Outcome::Linearizable(witness) => {
-                match coverage::of(cx, &witness, resolved, &mut meter) {
+                match coverage::of(cx, &witness, &marks, &mut meter) {
                     Some(c) => covered.merge(&c),
                     None => covered.partial = true,
                 }

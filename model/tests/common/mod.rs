@@ -180,6 +180,20 @@ impl H {
         self
     }
 
+    /// A fault without an effect on lease state (a pause of the server).
+    pub fn pause(&mut self, a: i64, b: i64) -> &mut Self {
+        let id = self.h.nemeses.len() as u64 + 1;
+        self.h.nemeses.push(NemesisRecord {
+            id,
+            fault: "server-pause".to_string(),
+            start: (a * 1000) as u64,
+            end: (b * 1000) as u64,
+            effect: NemesisEffect::None,
+            detail: String::new(),
+        });
+        self
+    }
+
     /// An injected lapse of `key` that found a live lease and applied.
     pub fn lapse(&mut self, key: &str, a: i64, b: i64) -> &mut Self {
         self.lapse_applied(key, a, b, true)

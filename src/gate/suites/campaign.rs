@@ -4,13 +4,12 @@
 
 use crate::gate::ctx::{bounded, judged, write_page, Ctx};
 use crate::gate::listing::{Listing, Planned};
-use crate::gate::outcome::{CheckResult, SuiteResult};
+use crate::gate::outcome::{Branches, CheckResult, SuiteResult};
 use crate::gate::Size;
 use harness::campaign::{self, Campaign, Length, Target};
 use harness::fenced::FencedConfig;
 use harness::judgement::Judgement;
 use model::branch::Branch;
-use model::checker::Coverage;
 use model::Budget;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,17 +32,16 @@ pub(super) async fn free_campaigns(ctx: &Ctx<'_>) -> SuiteResult {
     let start = Instant::now();
     let (campaigns, ops) = sized(ctx.size);
     let mut checks = Vec::new();
-    let mut covered = Coverage::default();
     for k in 0..campaigns {
-        let (check, coverage) = one_campaign(ctx, ctx.seed.wrapping_add(k), ops).await;
+        let check = one_campaign(ctx, ctx.seed.wrapping_add(k), ops).await;
         let stop = check.status != crate::gate::outcome::Status::Passed;
         checks.push(check);
         if stop {
             return SuiteResult::of("campaign", checks, start.elapsed());
         }
-        covered.merge(&coverage.unwrap_or_default());
     }
-    ctx.say("campaign", &taken(&covered));
+    let covered = Branches::sum(checks.iter().map(|c| c.coverage.as_ref())).unwrap_or_default();
+    ctx.say("campaign", &format!("their linearizations {}", covered.line()));
     checks.push(branches_check(&covered, start.elapsed()));
     checks.push(fenced(ctx).await);
     SuiteResult::of("campaign", checks, start.elapsed())
@@ -117,42 +115,31 @@ const REQUIRED: [Branch; 6] = [
     Branch::InspectLive,
 ];
 
-/// `took N of the spec's M branches (never: ...)`.
-fn taken(c: &Coverage) -> String {
-    let missing: Vec<&str> = c.missing().into_iter().map(Branch::name).collect();
-    format!(
-        "their linearizations took {} of the spec's {} branches (never: {})",
-        c.reached(),
-        Branch::ALL.len(),
-        if missing.is_empty() { "none".to_string() } else { missing.join(", ") }
-    )
-}
-
 /// Passed when the campaigns took every [`REQUIRED`] branch, else no verdict: the run
 /// cannot say the build handles what it never exercised.
-fn branches_check(c: &Coverage, elapsed: Duration) -> CheckResult {
+fn branches_check(c: &Branches, elapsed: Duration) -> CheckResult {
+    let taken = format!("their linearizations {}", c.line());
     let missed: Vec<&str> = REQUIRED
         .iter()
-        .filter(|b| !c.branches.contains_key(b))
         .map(|b| b.name())
+        .filter(|name| !c.0.contains_key(*name))
         .collect();
     if missed.is_empty() {
         return CheckResult {
-            message: taken(c),
+            message: taken,
             ..CheckResult::passed(BRANCHES_CHECK, elapsed)
         };
     }
     let why = format!(
-        "the campaigns passed but never took the required branch(es) {}: {}; a pass would \
-         say nothing about them (run the full size, or other seeds)",
+        "the campaigns passed but never took the required branch(es) {}: {taken}; a pass \
+         would say nothing about them (run the full size, or other seeds)",
         missed.join(", "),
-        taken(c)
     );
     CheckResult::infrastructure(BRANCHES_CHECK, why, elapsed)
 }
 
-/// One campaign's check, and the branches its linearization took when it passed.
-async fn one_campaign(ctx: &Ctx<'_>, seed: u64, ops: u64) -> (CheckResult, Option<Coverage>) {
+/// One campaign's check (with the branches its linearization took when it passed).
+async fn one_campaign(ctx: &Ctx<'_>, seed: u64, ops: u64) -> CheckResult {
     let start = Instant::now();
     let dir = ctx.out_dir.join(format!("campaign-seed-{seed}"));
     let campaign = Campaign {
@@ -167,12 +154,8 @@ async fn one_campaign(ctx: &Ctx<'_>, seed: u64, ops: u64) -> (CheckResult, Optio
     };
     let name = name(&campaign.workload, ops, seed);
     ctx.say("campaign", &name);
-    let coverage = std::sync::Mutex::new(None);
     let run = async {
         let report = campaign::run(ctx.cluster, &campaign, Arc::new(campaign::Silent)).await;
-        if let campaign::Outcome::Linearizable(stats) = &report.outcome {
-            *coverage.lock().unwrap_or_else(|p| p.into_inner()) = Some(stats.coverage.clone());
-        }
         let verdict = report.outcome.verdict();
         let timeline = report.history.as_ref().zip(verdict.as_ref()).map(|(h, v)| {
             let page = harness::timeline::render(h, v, &format!("campaign {name}"));
@@ -180,25 +163,16 @@ async fn one_campaign(ctx: &Ctx<'_>, seed: u64, ops: u64) -> (CheckResult, Optio
         });
         judged(&name, &report.outcome, timeline.flatten(), ctx, start)
     };
-    let check = bounded(ctx, &name, CAMPAIGN_TIMEOUT, run).await;
-    (check, coverage.into_inner().unwrap_or_else(|p| p.into_inner()))
+    bounded(ctx, &name, CAMPAIGN_TIMEOUT, run).await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::gate::outcome::Status;
-    use model::checker::Tally;
 
-    fn reaching(branches: &[Branch]) -> Coverage {
-        let tally = Tally {
-            calls: 3,
-            ..Tally::default()
-        };
-        Coverage {
-            branches: branches.iter().map(|b| (*b, tally)).collect(),
-            ..Coverage::default()
-        }
+    fn reaching(branches: &[Branch]) -> Branches {
+        Branches(branches.iter().map(|b| (b.name().to_string(), 3)).collect())
     }
 
     #[test]
@@ -207,7 +181,7 @@ mod tests {
         assert_eq!(check.status, Status::Passed, "{}", check.message);
         assert!(
             check.message.starts_with(&format!(
-                "their linearizations took 6 of the spec's {} branches (never: acquire: \
+                "their linearizations reached 6 of the spec's {} branches (never: acquire: \
                  grant after release",
                 Branch::ALL.len()
             )),

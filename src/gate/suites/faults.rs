@@ -58,7 +58,8 @@ pub async fn faults(ctx: &Ctx<'_>) -> SuiteResult {
         );
         let run = suite::run_one(fault, Run::Check, install, &ctx.build.files);
         let check = match tokio::time::timeout(FAULT_CHECK_TIMEOUT, run).await {
-            Ok(done) => CheckResult::of(fault.name(), done.judgement(), done.duration),
+            Ok(done) => CheckResult::of(fault.name(), done.judgement(), done.duration)
+                .covering(done.coverage()),
             Err(_) => CheckResult::infrastructure(
                 fault.name(),
                 Cause::Stalled.message(format!(
