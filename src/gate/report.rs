@@ -2,7 +2,11 @@
 //! (`summary.json`, specs/GATE.md), JUnit XML (`junit.xml`) and a self-contained HTML page
 //! (`index.html`) linking each failure's timeline.
 
+mod bench_plot;
+#[cfg(test)]
+mod browser_tests;
 mod coverage;
+mod page;
 use super::outcome::{CheckResult, GateRun, Status, SuiteResult};
 use anyhow::Context;
 pub use coverage::lines as coverage_lines;
@@ -142,7 +146,7 @@ pub fn write_all(run: &GateRun, dir: &Path) -> anyhow::Result<()> {
     let json = serde_json::to_string_pretty(run).context("encoding the summary")?;
     write(dir, SUMMARY, &(json + "\n"))?;
     write(dir, JUNIT, &junit(run))?;
-    write(dir, HTML, &html(run))
+    write(dir, HTML, &page::html(run, dir))
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> anyhow::Result<()> {
@@ -156,6 +160,11 @@ pub fn read_summary(dir: &Path) -> anyhow::Result<GateRun> {
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// `text` escaped for XML and HTML text and attributes.
+fn html_text(text: &str) -> String {
+    xml(text)
 }
 
 fn xml(text: &str) -> String {
@@ -289,171 +298,6 @@ fn body(c: &CheckResult) -> String {
         let _ = write!(text, "\ntimeline: {t}");
     }
     text
-}
-
-/// A self-contained HTML page: the table, then every check that did not pass with its
-/// explanation and a link to its timeline.
-pub fn html(run: &GateRun) -> String {
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>leasecheck gate: {}</title>\n\
-         <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}\
-         td,th{{border:1px solid #999;padding:4px 8px}}.passed{{background:#cfc}}\
-         .failed{{background:#fcc}}.infrastructure{{background:#ffd9a0}}.skipped{{background:#ddd}}\
-         .never{{background:#fcc;color:#900}}.reached{{text-align:right}}\
-         pre{{background:#f4f4f4;padding:8px;white-space:pre-wrap}}</style></head><body>\n",
-        run.status.word()
-    );
-    let _ = writeln!(
-        out,
-        "<h1>leasecheck gate: <span class=\"{}\">{}</span></h1>\n<p>{} {} ({} sizes), leasecheck {}, started {}, {:.0}s</p>",
-        status_class(run.status),
-        run.status.word(),
-        html_text(&run.extension),
-        html_text(&run.version),
-        html_text(&run.size),
-        html_text(&run.leasecheck),
-        html_text(&run.started),
-        run.seconds
-    );
-    if let Some(seed) = run.seed {
-        let _ = write!(out, "<p>seed {seed}");
-        match (&run.shard, run.merged_shards) {
-            (Some(s), _) => {
-                let _ = write!(out, ", shard {}/{} of this run", s.index, s.count);
-            }
-            (None, Some(n)) => {
-                let _ = write!(out, ", merged from {n} shards");
-            }
-            (None, None) => {}
-        }
-        out.push_str("</p>\n");
-    }
-    out.push_str("<h2>Scripts</h2><ul>");
-    for s in &run.scripts {
-        let _ = write!(
-            out,
-            "<li><code>{}</code> sha256 <code>{}</code></li>",
-            html_text(&s.file),
-            s.sha256
-        );
-    }
-    out.push_str("</ul>\n");
-    if let Some(server) = &run.server {
-        let _ = writeln!(
-            out,
-            "<h2>Existing server</h2>\n<p><code>{}</code> as <code>{}</code>: {}</p>",
-            html_text(&server.address),
-            html_text(&server.role),
-            html_text(&server.scripts)
-        );
-    }
-    out.push_str("<h2>Majors × suites</h2>\n");
-    out.push_str(&html_table(run));
-    out.push_str("<h2>Checks that did not pass</h2>\n");
-    out.push_str(&html_problems(run));
-    let covered = coverage::html(run);
-    if !covered.is_empty() {
-        out.push_str("<h2>Spec branches the judged histories took (calls)</h2>\n");
-        out.push_str(&covered);
-    }
-    let figures = figures(run);
-    if !figures.is_empty() {
-        let _ = write!(
-            out,
-            "<h2>Bench figures (Rust closed loop, median of the repeats)</h2>\n<pre>{}</pre>\n",
-            html_text(&figures)
-        );
-    }
-    out.push_str("</body></html>\n");
-    out
-}
-
-fn status_class(s: Status) -> &'static str {
-    match s {
-        Status::Passed => "passed",
-        Status::Skipped => "skipped",
-        Status::Failed => "failed",
-        Status::Infrastructure => "infrastructure",
-    }
-}
-
-fn html_text(text: &str) -> String {
-    xml(text)
-}
-
-fn html_table(run: &GateRun) -> String {
-    let mut out = String::from("<table><tr><th>major</th>");
-    let mut suites: Vec<&str> = Vec::new();
-    for s in run.majors.iter().flat_map(|m| &m.suites) {
-        if !suites.contains(&s.suite.as_str()) {
-            suites.push(&s.suite);
-        }
-    }
-    for s in &suites {
-        let _ = write!(out, "<th>{}</th>", html_text(s));
-    }
-    out.push_str("<th>gate</th></tr>\n");
-    for m in &run.majors {
-        let _ = write!(
-            out,
-            "<tr><td>PG {} ({})</td>",
-            m.postgres.as_deref().map(html_text).unwrap_or_default(),
-            m.backend
-        );
-        for name in &suites {
-            match m.suites.iter().find(|s| s.suite == *name) {
-                Some(s) => {
-                    let _ = write!(
-                        out,
-                        "<td class=\"{}\">{}</td>",
-                        status_class(s.status),
-                        html_text(&cell(s))
-                    );
-                }
-                None => out.push_str("<td>-</td>"),
-            }
-        }
-        let _ = writeln!(
-            out,
-            "<td class=\"{}\">{}</td></tr>",
-            status_class(m.status),
-            m.status.word()
-        );
-    }
-    out.push_str("</table>\n");
-    out
-}
-
-fn html_problems(run: &GateRun) -> String {
-    let mut out = String::new();
-    for m in &run.majors {
-        for s in &m.suites {
-            for c in s.checks.iter().filter(|c| c.status != Status::Passed) {
-                let _ = writeln!(
-                    out,
-                    "<h3 class=\"{}\">{} · PG {} · {} · {}</h3>",
-                    status_class(c.status),
-                    c.status.word(),
-                    m.major,
-                    html_text(&s.suite),
-                    html_text(&c.name)
-                );
-                if let Some(inv) = &c.invariant {
-                    let _ = writeln!(out, "<p>Invariant: <b>{}</b></p>", html_text(inv));
-                }
-                if let Some(t) = &c.timeline {
-                    let _ = writeln!(out, "<p><a href=\"{}\">timeline</a></p>", html_text(t));
-                }
-                let _ = writeln!(out, "<pre>{}</pre>", html_text(&c.message));
-            }
-        }
-    }
-    if out.is_empty() {
-        out.push_str("<p>None.</p>\n");
-    }
-    out
 }
 
 #[cfg(test)]

@@ -46,6 +46,7 @@ pub struct Passed {
 }
 
 /// A linearizable history's verdict line and the branches its linearization took.
+#[derive(Debug)]
 pub(crate) struct Judged {
     pub verdict: String,
     pub coverage: Coverage,
