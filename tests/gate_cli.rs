@@ -69,6 +69,64 @@ fn the_quick_gate_on_the_shipped_extension_passes() {
     assert!(junit.contains("<testsuites"), "{junit}");
     assert!(!junit.contains("<failure"), "{junit}");
     assert!(report.path().join("index.html").is_file());
+    // The judged histories' coverage, printed and summed per suite and major.
+    assert!(
+        out.contains("PG 15 coverage: the judged histories reached "),
+        "{out}"
+    );
+    let major = &summary["majors"][0];
+    let campaign = major["suites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["suite"] == "campaign");
+    let taken = |v: &Value, branch: &str| v["coverage"][branch].as_u64().unwrap_or(0);
+    assert!(
+        taken(campaign.unwrap(), "acquire: takeover after lapse") > 0,
+        "{major}"
+    );
+    assert!(taken(major, "inspect: live") >= taken(campaign.unwrap(), "inspect: live"));
+}
+
+/// A suite that cannot reach a branch it requires: three campaigns of one call each take
+/// at most three of the six spec branches the campaign suite requires, so the gate has no
+/// verdict (exit 2) naming the branches never taken, though every campaign passed.
+#[test]
+fn a_campaign_suite_that_cannot_reach_its_required_branches_has_no_verdict() {
+    let report = tempfile::tempdir().unwrap();
+    let dir = report.path().to_str().unwrap();
+    let args = [
+        "gate",
+        "--pg",
+        "15",
+        "--suite",
+        "campaign",
+        "--campaign-ops",
+        "1",
+    ];
+    let (code, out) = leasecheck(&[&args[..], &["--seed", "7", "--report", dir]].concat());
+    println!("{out}");
+    let problems = not_passed(&summary(report.path()));
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    let (suite, check, status, message, _) = &problems[0];
+    assert_eq!(
+        (suite.as_str(), check.as_str(), status.as_str()),
+        (
+            "campaign",
+            "spec branches the campaigns took",
+            "infrastructure"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("never took the required branch(es) "),
+        "{message}"
+    );
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("PG 15 coverage: the judged histories reached "),
+        "{out}"
+    );
 }
 
 /// Every suite ran the checks its listing names, in order; the security suite those of its

@@ -115,7 +115,11 @@ impl<'a> Reach<'a> {
         // temporary table, and that commit flushes the WAL of every asynchronous commit
         // before it (seen: a crash that then lost nothing).
         if stop == Stop::Crash {
-            self.server.pause(true)?;
+            if let Err(e) = self.server.pause(true) {
+                // Whatever it stopped before failing must not stay stopped.
+                let _ = self.server.pause(false);
+                return Err(e);
+            }
         }
         let started = self.recorder.nemesis_start_restart(fault.name());
         let restarted = self.stop_and_start(t0, pid_before, stop, downtime).await;

@@ -209,6 +209,9 @@ fn command(
         seed.to_string(),
     ]);
     cmd.push(if args.full { "--full" } else { "--quick" }.into());
+    if let Some(ops) = args.campaign_ops {
+        cmd.extend(["--campaign-ops".into(), ops.to_string()]);
+    }
     for suite in suites {
         cmd.extend(["--suite".into(), suite.to_string()]);
     }

@@ -27,6 +27,8 @@ pub struct Ctx<'a> {
     pub cluster: &'a Cluster,
     pub build: &'static Build,
     pub size: Size,
+    /// `--campaign-ops`: calls per campaign instead of the size's.
+    pub campaign_ops: Option<u64>,
     pub seed: u64,
     /// Where the suite may write files the report links to (`<report>/pg<major>`).
     pub out_dir: PathBuf,
@@ -61,6 +63,7 @@ impl Ctx<'_> {
     pub(super) fn listing(&self) -> super::listing::Listing<'_> {
         super::listing::Listing {
             size: self.size,
+            campaign_ops: self.campaign_ops,
             seed: self.seed,
             major: self.cluster.version().major,
             faults: self.faults,

@@ -121,6 +121,7 @@ impl ExistingRun<'_> {
                     cluster: self.cluster,
                     build: self.build,
                     size: self.size(),
+                    campaign_ops: self.args.campaign_ops,
                     seed: self.seed,
                     out_dir: self.report_dir.join(format!("pg{}", version.major)),
                     report_dir: self.report_dir.to_path_buf(),

@@ -8,6 +8,8 @@ use super::Size;
 #[derive(Clone, Copy)]
 pub struct Listing<'a> {
     pub size: Size,
+    /// `--campaign-ops`: calls per campaign instead of the size's.
+    pub campaign_ops: Option<u64>,
     pub seed: u64,
     pub major: u32,
     /// The fault checks of the faults suite.

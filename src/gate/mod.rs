@@ -107,6 +107,10 @@ pub struct GateArgs {
     /// Seed of the campaigns and plans [default: from the clock, printed].
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Calls per campaign of the campaign suite [default: 1500 quick, 3000 full]. Fewer
+    /// may leave a spec branch the suite requires unreached: then it has no verdict.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub campaign_ops: Option<u64>,
     /// Container backend: the image repository (tag = major) [default: leasecheck-pg, or
     /// postgres with --official-images].
     #[arg(long)]
@@ -417,6 +421,7 @@ fn run_local(
             build,
             seed,
             size: args.size(),
+            campaign_ops: args.campaign_ops,
             suites,
             tests_dir: tests_dir(args),
             report_dir,
@@ -454,6 +459,7 @@ fn list(args: &GateArgs, plan: &plan::Plan, shard: Option<&shard::ShardRun>, see
         out.push_str(&format!("PG {major}:\n"));
         let listing = listing::Listing {
             size: args.size(),
+            campaign_ops: args.campaign_ops,
             seed,
             major: *major,
             faults: &faults,
@@ -612,6 +618,7 @@ struct LocalMajor<'a> {
     build: &'static Build,
     seed: u64,
     size: Size,
+    campaign_ops: Option<u64>,
     suites: &'a [suites::Suite],
     tests_dir: Option<PathBuf>,
     report_dir: &'a Path,
@@ -640,6 +647,7 @@ impl LocalMajor<'_> {
             cluster: &cluster,
             build: self.build,
             size: self.size,
+            campaign_ops: self.campaign_ops,
             seed: self.seed,
             out_dir: self.report_dir.join(format!("pg{}", self.major)),
             report_dir: self.report_dir.to_path_buf(),

@@ -30,7 +30,7 @@ const CAMPAIGN_TIMEOUT: Duration = Duration::from_secs(900);
 /// 3 x 1,500 ops, full 8 x 3,000, seeds S, S+1, ..., stopping at the first that does not pass.
 pub(super) async fn free_campaigns(ctx: &Ctx<'_>) -> SuiteResult {
     let start = Instant::now();
-    let (campaigns, ops) = sized(ctx.size);
+    let (campaigns, ops) = sized(ctx.size, ctx.campaign_ops);
     let mut checks = Vec::new();
     for k in 0..campaigns {
         let check = one_campaign(ctx, ctx.seed.wrapping_add(k), ops).await;
@@ -47,12 +47,13 @@ pub(super) async fn free_campaigns(ctx: &Ctx<'_>) -> SuiteResult {
     SuiteResult::of("campaign", checks, start.elapsed())
 }
 
-/// How many campaigns of how many calls a size runs.
-fn sized(size: Size) -> (u64, u64) {
-    match size {
+/// How many campaigns of how many calls a size runs (`ops`: `--campaign-ops`).
+fn sized(size: Size, ops: Option<u64>) -> (u64, u64) {
+    let (campaigns, default) = match size {
         Size::Quick => (3, 1_500),
         Size::Full => (8, 3_000),
-    }
+    };
+    (campaigns, ops.unwrap_or(default))
 }
 
 /// A campaign's check name.
@@ -64,7 +65,7 @@ fn name(workload: &harness::workload::Workload, ops: u64, seed: u64) -> String {
 /// One check per campaign, of seeds S, S+1, ..., the branches they took, then the fenced
 /// resource.
 pub(super) fn checks(listing: &Listing<'_>) -> Vec<Planned> {
-    let (campaigns, ops) = sized(listing.size);
+    let (campaigns, ops) = sized(listing.size, listing.campaign_ops);
     let workload = harness::workload::Workload::shared_owners();
     let seeds = (0..campaigns).map(|k| listing.seed.wrapping_add(k));
     let names = seeds.map(|seed| name(&workload, ops, seed));
@@ -132,7 +133,8 @@ fn branches_check(c: &Branches, elapsed: Duration) -> CheckResult {
     }
     let why = format!(
         "the campaigns passed but never took the required branch(es) {}: {taken}; a pass \
-         would say nothing about them (run the full size, or other seeds)",
+         would say nothing about them (run the full size, more calls per campaign with \
+         --campaign-ops, or other seeds)",
         missed.join(", "),
     );
     CheckResult::infrastructure(BRANCHES_CHECK, why, elapsed)

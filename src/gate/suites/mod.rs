@@ -83,6 +83,7 @@ mod tests {
     fn listing(size: Size, major: u32) -> Listing<'static> {
         Listing {
             size,
+            campaign_ops: None,
             seed: 7,
             major,
             faults: &nemesis::Fault::QUICK,
