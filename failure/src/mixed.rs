@@ -36,6 +36,9 @@ pub struct MixedReport {
     pub failure: Option<FaultError>,
     /// Restarts and their downtime windows, for the record.
     pub restarts: Vec<crate::inject::Restarted>,
+    /// The calls answered before the first fault and after the last ([`crate::progress`]),
+    /// when the run had faults and made progress around them.
+    pub progress: Option<String>,
 }
 
 impl MixedReport {
@@ -129,6 +132,7 @@ pub async fn run_routed(
                 tallies: BTreeMap::new(),
                 failure: Some(e),
                 restarts: Vec::new(),
+                progress: None,
             },
             cluster,
         )
@@ -176,29 +180,29 @@ pub async fn run_routed(
     );
     let report = recording.judge(stopped, progress).await;
     drop(proxy);
+    let around = report
+        .history
+        .as_ref()
+        .and_then(crate::progress::around_faults);
+    let (progress, stalled) = match around {
+        Some(Ok(line)) => (Some(line), None),
+        Some(Err(why)) => (None, Some(FaultError::NoProgress { why })),
+        None => (None, None),
+    };
     let failure = driven
         .failure
         .or_else(|| never_injected(schedule, &driven.tallies))
-        .or_else(|| no_progress(&report));
+        .or(stalled);
     (
         MixedReport {
             report,
             tallies: driven.tallies,
             failure,
             restarts: driven.restarts,
+            progress,
         },
         server.into_cluster(),
     )
-}
-
-/// A run whose target answered no call before its first fault or after its last: it
-/// exercised nothing around its faults ([`crate::progress`]).
-fn no_progress(report: &Report) -> Option<FaultError> {
-    let history = report.history.as_ref()?;
-    match crate::progress::around_faults(history)? {
-        Ok(_) => None,
-        Err(why) => Some(FaultError::NoProgress { why }),
-    }
 }
 
 /// A fault the schedule names that was never injected: the run cannot speak for it.

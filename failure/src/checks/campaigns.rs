@@ -445,9 +445,7 @@ fn evidence(
         }
     }
     // A campaign without progress around its faults failed in `mixed` already.
-    if let Some(Ok(line)) = crate::progress::around_faults(history) {
-        lines.push(line);
-    }
+    lines.extend(mixed.progress.clone());
     Ok(lines)
 }
 
