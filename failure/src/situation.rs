@@ -174,9 +174,9 @@ pub struct FollowedBy {
 }
 
 /// A call whose answer rests on a key's state from before the fault: every branch but
-/// those of a key never leased, invalid input and a cancelled wait (a renew or release
-/// by another owner counts: on these campaigns' keys, each leased before the first fault,
-/// its `not owner` reads the row).
+/// those of a key never leased, invalid input and a cancelled wait. A renew or release by
+/// another owner counts: these campaigns lease each key within their first calls, long
+/// before the first fault, so its `not owner` reads the key's row.
 const FOUND_WRITTEN: FollowedBy = FollowedBy {
     branches: &[
         Branch::AcquireAfterRelease,
