@@ -234,6 +234,22 @@ fn unreadable_changes_resolve_nothing() {
     }
     let r = resolution(&history).expect("a wal line");
     assert_eq!(r.open.len(), 1, "{r:?}");
+    // The verdict says why the log resolved nothing.
+    let line = check(&history, &CheckOptions::default()).to_string();
+    assert!(
+        line.contains(
+            "; the write-ahead log resolved none of 1 lost calls: 1 of its changes of the \
+             lease table could not be read"
+        ),
+        "{line}"
+    );
+    // The control: with a readable log the same lost call is resolved (it wrote nothing).
+    let readable = with_wal(&h, vec![a_grant()]);
+    let line = check(&readable, &CheckOptions::default()).to_string();
+    assert!(
+        line.contains("; the write-ahead log resolved 1 of 1 lost calls"),
+        "{line}"
+    );
 }
 
 #[test]

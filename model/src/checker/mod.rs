@@ -327,6 +327,12 @@ fn coverage_note(c: &Coverage) -> String {
 /// nothing.
 fn resolved_note(resolved: Option<Resolved>) -> String {
     match resolved {
+        Some(r) if r.unreadable > 0 && r.open > 0 => format!(
+            "; the write-ahead log resolved none of {} lost calls: {} of its changes of the \
+             lease table could not be read, and a change of an unknown key could be any \
+             call's",
+            r.open, r.unreadable
+        ),
         Some(r) if r.took_effect + r.never + r.open > 0 => format!(
             "; the write-ahead log resolved {} of {} lost calls ({} committed, {} wrote nothing)",
             r.took_effect + r.never,
@@ -435,7 +441,11 @@ impl Meter {
 pub fn check(history: &History, options: &CheckOptions) -> Verdict {
     match patched(history) {
         Some((resolved_history, resolution)) => {
-            let resolved = Some(Resolved::from(&resolution));
+            let unreadable = history.wal.as_ref().map_or(0, |w| w.unreadable.len());
+            let resolved = Some(Resolved {
+                unreadable,
+                ..Resolved::from(&resolution)
+            });
             let found: BTreeSet<usize> = resolved_history
                 .ops
                 .iter()

@@ -23,6 +23,9 @@ pub struct Resolved {
     pub never: usize,
     /// Lost calls the log left undecided.
     pub open: usize,
+    /// Changes of the lease table the recorder could not read: any leaves every lost call
+    /// undecided (a change of an unknown key could be any call's).
+    pub unreadable: usize,
 }
 
 impl From<&Resolution> for Resolved {
@@ -31,6 +34,7 @@ impl From<&Resolution> for Resolved {
             took_effect: r.took_effect.len(),
             never: r.never.len(),
             open: r.open.len(),
+            unreadable: 0,
         }
     }
 }
