@@ -299,6 +299,12 @@ fn workload_processes(kind: CampaignPlan, fault: Fault) -> u32 {
     plan(kind, fault).workload.processes
 }
 
+/// The shortest hold of the faults `kind`'s schedule injects for `fault`.
+fn shortest_hold(kind: CampaignPlan, fault: Fault) -> Duration {
+    let planned = plan(kind, fault).schedule.0;
+    planned.iter().map(|p| p.hold).min().unwrap_or_default()
+}
+
 /// Grants, renews and releases that were acknowledged before `instant`.
 fn acknowledged_writes_before(history: &History, instant: u64) -> usize {
     history
@@ -394,21 +400,25 @@ fn evidence(
             }
         }
         CampaignPlan::ServerPauses => {
+            // The server is stopped for at least the hold after the pause's start is
+            // recorded; its end is recorded after the resume, racing the calls it freed,
+            // which may be answered first (seen on a loaded CI machine).
+            let hold = shortest_hold(kind, fault).as_nanos() as u64;
             let spanning = history
                 .ops
                 .iter()
                 .filter(|o| {
-                    history
-                        .nemeses
-                        .iter()
-                        .any(|n| o.invoke < n.start && o.complete > n.end)
+                    let stalled = |n: &model::NemesisRecord| {
+                        o.invoke < n.start && o.complete > n.start + hold
+                    };
+                    history.nemeses.iter().any(stalled)
                 })
                 .count();
             if spanning == 0 {
                 return missing("no call was in flight across a pause".into());
             }
             lines.push(format!(
-                "{spanning} calls were in flight across a pause and answered after it"
+                "{spanning} calls were in flight when a pause began and answered after its hold"
             ));
         }
         CampaignPlan::Lapses => {
