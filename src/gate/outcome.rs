@@ -355,6 +355,27 @@ impl GateRun {
         Status::of_group(majors.iter().map(|m| m.status))
     }
 
+    /// A quick local run of pg_lease 0.3.0 over `majors`, for the reporters' tests.
+    #[cfg(test)]
+    pub fn of_majors(majors: Vec<MajorResult>) -> GateRun {
+        GateRun {
+            schema: SCHEMA,
+            leasecheck: "0".into(),
+            extension: "pg_lease".into(),
+            version: "0.3.0".into(),
+            scripts: Vec::new(),
+            size: "quick".into(),
+            started: String::new(),
+            seconds: 1.0,
+            seed: Some(7),
+            shard: None,
+            merged_shards: None,
+            status: GateRun::overall(&majors),
+            majors,
+            server: None,
+        }
+    }
+
     /// Every skipped check, as `PG <major> <suite> / <check>`.
     pub fn skipped(&self) -> Vec<String> {
         let mut out = Vec::new();

@@ -124,22 +124,7 @@ fn run(dir: &Path, timeline: bool) -> GateRun {
         figure("floor-update", "update", 400.0),
     ];
     let major = MajorResult::of(15, Some("15.18".into()), "local", vec![campaign, bench]);
-    GateRun {
-        schema: crate::gate::outcome::SCHEMA,
-        leasecheck: "0".into(),
-        extension: "pg_lease".into(),
-        version: "0.3.0".into(),
-        scripts: Vec::new(),
-        size: "quick".into(),
-        started: String::new(),
-        seconds: 1.0,
-        seed: Some(7),
-        shard: None,
-        merged_shards: None,
-        status: GateRun::overall(std::slice::from_ref(&major)),
-        majors: vec![major],
-        server: None,
-    }
+    GateRun::of_majors(vec![major])
 }
 
 #[test]

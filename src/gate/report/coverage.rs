@@ -78,7 +78,7 @@ pub fn html(run: &GateRun) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::outcome::{CheckResult, MajorResult, Status, SuiteResult};
+    use crate::gate::outcome::{CheckResult, MajorResult, SuiteResult};
     use std::time::Duration;
 
     fn check(branches: &[(Branch, u64)]) -> CheckResult {
@@ -91,22 +91,7 @@ mod tests {
 
     fn run_of(suites: Vec<SuiteResult>) -> GateRun {
         let major = MajorResult::of(15, Some("15.18".into()), "local", suites);
-        GateRun {
-            schema: crate::gate::outcome::SCHEMA,
-            leasecheck: "0".into(),
-            extension: "pg_lease".into(),
-            version: "0.3.0".into(),
-            scripts: Vec::new(),
-            size: "quick".into(),
-            started: String::new(),
-            seconds: 1.0,
-            seed: Some(1),
-            shard: None,
-            merged_shards: None,
-            status: Status::Passed,
-            majors: vec![major],
-            server: None,
-        }
+        GateRun::of_majors(vec![major])
     }
 
     #[test]
