@@ -164,34 +164,29 @@ impl H {
         self
     }
 
-    pub fn restart(&mut self, a: i64, b: i64) -> &mut Self {
+    /// A fault injected from `a` to `b` (ms) with `effect`.
+    fn nemesis(&mut self, fault: &str, a: i64, b: i64, effect: NemesisEffect) -> &mut Self {
         let id = self.h.nemeses.len() as u64 + 1;
         self.h.nemeses.push(NemesisRecord {
             id,
-            fault: "crash".to_string(),
+            fault: fault.to_string(),
             start: (a * 1000) as u64,
             end: (b * 1000) as u64,
-            effect: NemesisEffect::Restart {
-                clean: false,
-                down: Some(Span::new(Ts(a), Ts(b)).expect("ordered")),
-            },
+            effect,
             detail: String::new(),
         });
         self
     }
 
+    pub fn restart(&mut self, a: i64, b: i64) -> &mut Self {
+        let down = Some(Span::new(Ts(a), Ts(b)).expect("ordered"));
+        let effect = NemesisEffect::Restart { clean: false, down };
+        self.nemesis("crash", a, b, effect)
+    }
+
     /// A fault without an effect on lease state (a pause of the server).
     pub fn pause(&mut self, a: i64, b: i64) -> &mut Self {
-        let id = self.h.nemeses.len() as u64 + 1;
-        self.h.nemeses.push(NemesisRecord {
-            id,
-            fault: "server-pause".to_string(),
-            start: (a * 1000) as u64,
-            end: (b * 1000) as u64,
-            effect: NemesisEffect::None,
-            detail: String::new(),
-        });
-        self
+        self.nemesis("server-pause", a, b, NemesisEffect::None)
     }
 
     /// An injected lapse of `key` that found a live lease and applied.
@@ -201,20 +196,12 @@ impl H {
 
     /// An injected lapse of `key`; `applied` is false when it found no live lease.
     pub fn lapse_applied(&mut self, key: &str, a: i64, b: i64, applied: bool) -> &mut Self {
-        let id = self.h.nemeses.len() as u64 + 1;
-        self.h.nemeses.push(NemesisRecord {
-            id,
-            fault: "lapse".to_string(),
-            start: (a * 1000) as u64,
-            end: (b * 1000) as u64,
-            effect: NemesisEffect::Lapse {
-                key: k(key),
-                server: Some(Span::new(Ts(a), Ts(b)).expect("ordered")),
-                applied: Some(applied),
-            },
-            detail: String::new(),
-        });
-        self
+        let effect = NemesisEffect::Lapse {
+            key: k(key),
+            server: Some(Span::new(Ts(a), Ts(b)).expect("ordered")),
+            applied: Some(applied),
+        };
+        self.nemesis("lapse", a, b, effect)
     }
 
     pub fn build(&self) -> History {

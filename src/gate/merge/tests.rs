@@ -1,7 +1,7 @@
 //! The merge's unit tests: a run split as `--shard` splits it merges back to itself.
 
 use super::*;
-use crate::gate::outcome::{CheckResult, Status, SCHEMA};
+use crate::gate::outcome::{CheckResult, Status};
 use crate::gate::shard::{self, Shard};
 use std::time::Duration;
 
@@ -28,20 +28,9 @@ fn unsharded(failing: &[(u32, &str)]) -> GateRun {
         })
         .to_vec();
     GateRun {
-        schema: SCHEMA,
-        leasecheck: "0".into(),
-        extension: "pg_lease".into(),
-        version: "0.3.0".into(),
-        scripts: Vec::new(),
-        size: "quick".into(),
         started: "2026-12-05T00:00:00Z".into(),
         seconds: 10.0,
-        seed: Some(7),
-        shard: None,
-        merged_shards: None,
-        status: GateRun::overall(&majors),
-        majors,
-        server: None,
+        ..GateRun::of_majors(majors)
     }
 }
 
